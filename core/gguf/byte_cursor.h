@@ -1,0 +1,39 @@
+#pragma once
+// A forward-only, buffered reader over a ReadOnlyFile for parsing headers: it reads the file in
+// bounded chunks (never the whole file), and every read is checked against the bytes left, so a
+// truncated or lying file ends in a GgufError naming what was being read and where.
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "io/file.h"
+
+namespace ember::gguf {
+
+class ByteCursor {
+ public:
+  explicit ByteCursor(const io::ReadOnlyFile& file, uint64_t start = 0, size_t buffer_bytes = 64 * 1024);
+
+  uint64_t position() const { return position_; }
+  uint64_t remaining() const { return file_.size() - position_; }
+
+  // Copies n bytes and advances; `what` names the field for the error when fewer than n are left.
+  void read(void* dst, uint64_t n, const std::string& what);
+
+  template <typename T>
+  T read_scalar(const std::string& what) {
+    T value;
+    read(&value, sizeof(T), what);  // GGUF is little-endian, as is every host Ember targets
+    return value;
+  }
+
+ private:
+  const io::ReadOnlyFile& file_;
+  uint64_t position_;
+  std::vector<uint8_t> buffer_;
+  uint64_t buffer_start_ = 0;  // file offset of buffer_[0]
+  uint64_t buffer_fill_ = 0;   // valid bytes in buffer_
+};
+
+}  // namespace ember::gguf

@@ -1,0 +1,9 @@
+#pragma once
+// Run-time CPU checks that decide which kernel set may run.
+
+namespace ember {
+
+// True when the CPU (and OS) support AVX2, FMA and F16C: the x86/ kernels need all three.
+bool cpu_has_avx2_fma_f16c();
+
+}  // namespace ember

@@ -1,0 +1,158 @@
+#include "core/kernels/matmul.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "core/kernels/kernel_impl.h"
+#include "core/kernels/type_traits.h"
+
+namespace ember {
+namespace {
+
+// Prefill work unit: a block of weight rows against a block of tokens. 16 rows of a 14336-wide
+// Q4_0 matrix are ~130 KB and 64 tokens of its Q8_0 activations ~1 MB: both stay in L2 while the
+// 4x4 register tiles sweep them.
+constexpr int64_t kRowBlock = 16;
+constexpr int64_t kTokenBlock = 64;
+constexpr int kTile = 4;
+
+const KernelTraits& traits_or_throw(GgmlType type, const char* what) {
+  const KernelTraits* traits = kernel_traits(type);
+  if (traits == nullptr) {
+    throw std::invalid_argument(std::string("matmul: no kernels for ") + what + " type " + std::string(type_name(type)));
+  }
+  return *traits;
+}
+
+uint64_t packed_row_bytes(const KernelTraits& traits, int64_t cols) {
+  return static_cast<uint64_t>(cols / traits.block_size) * traits.type_size;
+}
+
+void check_shape(const MatrixView& w, const KernelTraits& traits) {
+  if (w.cols <= 0 || w.rows < 0 || w.cols % traits.block_size != 0) {
+    throw std::invalid_argument("matmul: " + std::to_string(w.cols) + " columns is not a positive multiple of " +
+                                std::string(type_name(w.type)) + "'s block size " + std::to_string(traits.block_size));
+  }
+  if (w.row_stride < packed_row_bytes(traits, w.cols)) {
+    throw std::invalid_argument("matmul: row stride " + std::to_string(w.row_stride) + " is smaller than a " +
+                                std::string(type_name(w.type)) + " row of " + std::to_string(w.cols) + " columns");
+  }
+}
+
+}  // namespace
+
+void MatmulScratch::reserve(int64_t max_tokens, int64_t max_cols) {
+  // The widest converted activation is F16/BF16 (2 bytes per element); Q8_0/Q8_K are narrower and
+  // F32 activations are used in place.
+  const uint64_t bytes = static_cast<uint64_t>(std::max<int64_t>(max_tokens, 1)) *
+                         static_cast<uint64_t>(2 * std::max<int64_t>(max_cols, 1) + 64);
+  if (buffer_.size() < bytes) buffer_.resize(bytes);
+}
+
+void* MatmulScratch::act_buffer(uint64_t bytes) {
+  if (buffer_.size() < bytes) buffer_.resize(bytes);
+  return buffer_.data();
+}
+
+void matmul(const MatrixView& w, const float* x, int64_t n_tokens, int64_t x_stride, float* y, int64_t y_stride,
+            ThreadPool& pool, MatmulScratch& scratch) {
+  const KernelTraits& traits = traits_or_throw(w.type, "weight");
+  check_shape(w, traits);
+  if (n_tokens <= 0 || w.rows == 0) return;
+  const KernelTraits& act_traits = traits_or_throw(traits.vec_dot_type, "activation");
+  const int64_t cols = w.cols;
+  const auto* weights = static_cast<const uint8_t*>(w.data);
+
+  // Activations converted once to what the weight type's dot product consumes.
+  const uint8_t* acts;
+  uint64_t act_stride;
+  if (traits.vec_dot_type == GgmlType::F32) {
+    acts = reinterpret_cast<const uint8_t*>(x);
+    act_stride = static_cast<uint64_t>(x_stride) * sizeof(float);
+  } else {
+    act_stride = packed_row_bytes(act_traits, cols);
+    auto* buffer = static_cast<uint8_t*>(scratch.act_buffer(act_stride * static_cast<uint64_t>(n_tokens)));
+    auto convert = [&](int64_t t, int) { act_traits.from_float(x + t * x_stride, buffer + t * act_stride, cols); };
+    if (n_tokens == 1) {
+      convert(0, 0);
+    } else {
+      pool.parallel_for(n_tokens, convert);
+    }
+    acts = buffer;
+  }
+
+  if (n_tokens == 1) {
+    // Decode: a matrix-vector product, bound by streaming the weights. Enough chunks per thread
+    // that a thread slowed by another process does not hold the others up.
+    const int64_t rows_per_chunk = std::clamp<int64_t>(w.rows / (pool.size() * 8), 16, 256);
+    const int64_t n_chunks = (w.rows + rows_per_chunk - 1) / rows_per_chunk;
+    pool.parallel_for(n_chunks, [&](int64_t chunk, int) {
+      const int64_t end = std::min(w.rows, (chunk + 1) * rows_per_chunk);
+      for (int64_t r = chunk * rows_per_chunk; r < end; ++r) {
+        y[r] = traits.vec_dot(cols, weights + r * w.row_stride, acts);
+      }
+    });
+    return;
+  }
+
+  // Prefill: blocks of rows x tokens, each swept by register tiles.
+  const GemmTileFn tile = gemm_tile_kernel(static_cast<uint32_t>(w.type));
+  const int64_t n_row_blocks = (w.rows + kRowBlock - 1) / kRowBlock;
+  const int64_t n_token_blocks = (n_tokens + kTokenBlock - 1) / kTokenBlock;
+  pool.parallel_for(n_row_blocks * n_token_blocks, [&](int64_t task, int) {
+    const int64_t row_begin = (task % n_row_blocks) * kRowBlock;
+    const int64_t row_end = std::min(w.rows, row_begin + kRowBlock);
+    const int64_t token_begin = (task / n_row_blocks) * kTokenBlock;
+    const int64_t token_end = std::min(n_tokens, token_begin + kTokenBlock);
+    for (int64_t r = row_begin; r < row_end; r += kTile) {
+      const int n_rows = static_cast<int>(std::min<int64_t>(kTile, row_end - r));
+      for (int64_t t = token_begin; t < token_end; t += kTile) {
+        const int n_toks = static_cast<int>(std::min<int64_t>(kTile, token_end - t));
+        if (tile != nullptr) {
+          float out[kTile * kTile];
+          tile(cols, weights + r * w.row_stride, w.row_stride, n_rows, acts + t * act_stride, act_stride, n_toks, out,
+               kTile);
+          for (int i = 0; i < n_rows; ++i) {
+            for (int j = 0; j < n_toks; ++j) y[(t + j) * y_stride + r + i] = out[i * kTile + j];
+          }
+        } else {
+          for (int i = 0; i < n_rows; ++i) {
+            for (int j = 0; j < n_toks; ++j) {
+              y[(t + j) * y_stride + r + i] =
+                  traits.vec_dot(cols, weights + (r + i) * w.row_stride, acts + (t + j) * act_stride);
+            }
+          }
+        }
+      }
+    }
+  });
+}
+
+void matmul_reference(const MatrixView& w, const float* x, int64_t n_tokens, int64_t x_stride, float* y,
+                      int64_t y_stride) {
+  const KernelTraits* scalar = scalar_kernel_traits(w.type);
+  if (scalar == nullptr) throw std::invalid_argument("matmul_reference: no kernels for type " + std::string(type_name(w.type)));
+  check_shape(w, *scalar);
+  // The activations go through the same quantizer matmul() uses, so the only differences left
+  // are in the order of the float sums.
+  const KernelTraits& act_traits = traits_or_throw(scalar->vec_dot_type, "activation");
+  const int64_t cols = w.cols;
+  std::vector<float> w_row(cols), x_row(cols);
+  std::vector<uint8_t> x_converted(packed_row_bytes(act_traits, cols));
+  std::vector<float> x_all(static_cast<size_t>(cols * n_tokens));
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    act_traits.from_float(x + t * x_stride, x_converted.data(), cols);
+    act_traits.to_float(x_converted.data(), x_all.data() + t * cols, cols);
+  }
+  for (int64_t r = 0; r < w.rows; ++r) {
+    scalar->to_float(static_cast<const uint8_t*>(w.data) + r * w.row_stride, w_row.data(), cols);
+    for (int64_t t = 0; t < n_tokens; ++t) {
+      double sum = 0;
+      for (int64_t c = 0; c < cols; ++c) sum += static_cast<double>(w_row[c]) * x_all[t * cols + c];
+      y[t * y_stride + r] = static_cast<float>(sum);
+    }
+  }
+}
+
+}  // namespace ember

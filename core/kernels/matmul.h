@@ -1,0 +1,42 @@
+#pragma once
+// Matrix products of a weight matrix (any supported type, row-major: `rows` rows of `cols`
+// elements) with float activations: y[t][r] = dot(W[r], x[t]). One token is the decode case
+// (matrix-vector); many tokens the prefill case (matrix-matrix, tiled so each weight block loaded
+// is reused across several tokens). Activations are converted once to the type's vec_dot_type.
+#include <cstdint>
+#include <vector>
+
+#include "core/kernels/thread_pool.h"
+#include "core/tensor/ggml_type.h"
+
+namespace ember {
+
+struct MatrixView {
+  GgmlType type = GgmlType::F32;
+  int64_t cols = 0;        // elements per row (ggml ne[0])
+  int64_t rows = 0;        // ggml ne[1]
+  const void* data = nullptr;
+  uint64_t row_stride = 0; // bytes between rows (row_bytes(type, cols) for a packed tensor)
+};
+
+// Buffers for converted activations, sized once for the largest product the model will run so
+// that matmul never allocates in the decode loop.
+class MatmulScratch {
+ public:
+  void reserve(int64_t max_tokens, int64_t max_cols);
+  void* act_buffer(uint64_t bytes);  // grows only if reserve() was too small (never in decode)
+ private:
+  std::vector<uint8_t> buffer_;
+};
+
+// PRECONDITIONS: x holds n_tokens rows of w.cols floats at x_stride floats apart; y holds
+// n_tokens rows of w.rows floats at y_stride apart; w.type has kernel traits.
+void matmul(const MatrixView& w, const float* x, int64_t n_tokens, int64_t x_stride, float* y,
+            int64_t y_stride, ThreadPool& pool, MatmulScratch& scratch);
+
+// The reference: dequantize W to floats, quantize x to vec_dot_type and back, float dot products
+// (single thread). Tests compare matmul() against it.
+void matmul_reference(const MatrixView& w, const float* x, int64_t n_tokens, int64_t x_stride, float* y,
+                      int64_t y_stride);
+
+}  // namespace ember

@@ -1,0 +1,34 @@
+#pragma once
+// One traits entry per tensor type Ember computes with (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K):
+// how to turn a row into floats, how to quantize floats into it, and the dot product of one of its
+// rows with an activation row already converted to `vec_dot_type` (the same pairing ggml uses, so
+// results match llama.cpp: Q4_0/Q8_0 dot Q8_0, Q4_K/Q6_K dot Q8_K, F16 dot F16, BF16 dot BF16,
+// F32 dot F32). The table is chosen once at run time: AVX2/FMA/F16C kernels when the CPU has them,
+// the scalar reference kernels otherwise (or when EMBER_KERNELS=scalar is set).
+#include <cstdint>
+
+#include "core/tensor/ggml_type.h"
+
+namespace ember {
+
+struct KernelTraits {
+  GgmlType type;
+  uint32_t block_size;
+  uint32_t type_size;
+  GgmlType vec_dot_type;
+  // PRECONDITION for all: n is a multiple of block_size.
+  void (*to_float)(const void* src, float* dst, int64_t n);
+  void (*from_float)(const float* src, void* dst, int64_t n);  // quantize (reference rounding)
+  float (*vec_dot)(int64_t n, const void* row, const void* act);  // act is of vec_dot_type
+};
+
+enum class KernelSet { Scalar, Avx2 };
+
+// The active kernel set's traits for a type, or nullptr when Ember cannot compute with it.
+const KernelTraits* kernel_traits(GgmlType type);
+// The scalar reference traits (tests compare the active set against these).
+const KernelTraits* scalar_kernel_traits(GgmlType type);
+KernelSet active_kernel_set();
+const char* kernel_set_name(KernelSet set);
+
+}  // namespace ember

@@ -1,0 +1,156 @@
+#include "core/model/inference_context.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "core/kernels/attention.h"
+#include "core/kernels/type_traits.h"
+#include "core/model/ops.h"
+
+namespace ember {
+namespace {
+
+int64_t resolve_context(const ModelConfig& c, const ContextOptions& o) {
+  if (o.n_ctx < 0) throw std::invalid_argument("context size must not be negative");
+  if (o.n_ctx == 0) return std::min<int64_t>(c.n_ctx_train, ContextOptions::kDefaultMaxContext);
+  return o.n_ctx;
+}
+
+size_t sz(int64_t a, int64_t b) { return static_cast<size_t>(a) * static_cast<size_t>(b); }
+
+}  // namespace
+
+InferenceContext::InferenceContext(const Model& model, ThreadPool& pool, const ContextOptions& options)
+    : model_(model),
+      c_(model.config()),
+      pool_(pool),
+      max_batch_(std::max<int64_t>(1, options.max_batch)),
+      kv_(c_, resolve_context(c_, options)) {
+  const int64_t B = max_batch_;
+  x_.assign(sz(B, c_.n_embd), 0.0f);
+  xb_.assign(sz(B, c_.n_embd), 0.0f);
+  q_.assign(sz(B, c_.n_embd_q()), 0.0f);
+  k_.assign(sz(B, c_.n_embd_kv()), 0.0f);
+  v_.assign(sz(B, c_.n_embd_kv()), 0.0f);
+  att_.assign(sz(B, c_.n_embd_q()), 0.0f);
+  tmp_.assign(sz(B, std::max(c_.n_embd, c_.n_embd_q())), 0.0f);
+  gate_.assign(sz(B, c_.n_ff), 0.0f);
+  up_.assign(sz(B, c_.n_ff), 0.0f);
+  rope_cs_.assign(sz(B, c_.n_rot), 0.0f);
+  att_scratch_.assign(sz(pool_.size(), 2 * c_.head_dim), 0);
+  logits_.assign(static_cast<size_t>(c_.n_vocab), 0.0f);
+  mm_scratch_.reserve(B, std::max({c_.n_embd, c_.n_ff, c_.n_embd_q()}));
+}
+
+uint64_t InferenceContext::scratch_bytes() const {
+  const size_t floats = x_.size() + xb_.size() + q_.size() + k_.size() + v_.size() + att_.size() + tmp_.size() +
+                        gate_.size() + up_.size() + rope_cs_.size() + logits_.size();
+  return floats * sizeof(float) + att_scratch_.size() * sizeof(uint16_t);
+}
+
+void InferenceContext::truncate(int64_t n_keep) {
+  if (n_keep < 0 || n_keep > n_past_) {
+    throw std::out_of_range("truncate(" + std::to_string(n_keep) + ") outside [0, " + std::to_string(n_past_) + "]");
+  }
+  n_past_ = n_keep;  // positions beyond n_past are never read, so the cache needs no clearing
+}
+
+const float* InferenceContext::eval(std::span<const int32_t> tokens) {
+  const auto n = static_cast<int64_t>(tokens.size());
+  if (n == 0) throw std::invalid_argument("eval() needs at least one token");
+  for (int32_t t : tokens) {
+    if (t < 0 || t >= c_.n_vocab) {
+      throw std::out_of_range("token id " + std::to_string(t) + " is outside the vocabulary [0, " +
+                              std::to_string(c_.n_vocab) + ")");
+    }
+  }
+  if (n > n_ctx() - n_past_) {
+    throw ContextOverflow(std::to_string(n) + " tokens at position " + std::to_string(n_past_) +
+                          " do not fit in the context of " + std::to_string(n_ctx()) + " tokens");
+  }
+  for (int64_t done = 0; done < n; done += max_batch_) {
+    const int64_t chunk = std::min(max_batch_, n - done);
+    forward_batch(tokens.data() + done, chunk, done + chunk == n);
+  }
+  return logits_.data();
+}
+
+void InferenceContext::mm(const MatrixView& w, const float* x, int64_t n, float* y) {
+  matmul(w, x, n, w.cols, y, w.rows, pool_, mm_scratch_);
+}
+
+void InferenceContext::forward_batch(const int32_t* tokens, int64_t n, bool want_logits) {
+  const ModelWeights& w = model_.weights();
+  const int64_t E = c_.n_embd, Eq = c_.n_embd_q(), Ekv = c_.n_embd_kv(), F = c_.n_ff, R = c_.n_rot;
+  const KernelTraits* embd = kernel_traits(w.token_embd.type);
+  const KernelTraits* f16 = kernel_traits(GgmlType::F16);
+
+  // Per-token work that is not a matmul, spread over the pool when there are several tokens.
+  auto per_token = [&](auto&& fn) {
+    if (n == 1) {
+      fn(int64_t{0});
+    } else {
+      pool_.parallel_for(n, [&](int64_t t, int) { fn(t); });
+    }
+  };
+
+  per_token([&](int64_t t) {
+    const auto* row = static_cast<const uint8_t*>(w.token_embd.data) + w.token_embd.row_stride * static_cast<uint64_t>(tokens[t]);
+    embd->to_float(row, &x_[sz(t, E)], E);
+    rope_table(n_past_ + t, R, c_.rope_theta, &rope_cs_[sz(t, R)]);
+  });
+
+  for (int64_t l = 0; l < c_.n_layer; ++l) {
+    const LayerWeights& L = w.layers[static_cast<size_t>(l)];
+    per_token([&](int64_t t) { rms_norm(&x_[sz(t, E)], L.attn_norm, &xb_[sz(t, E)], E, c_.rms_eps); });
+    mm(L.wq, xb_.data(), n, q_.data());
+    mm(L.wk, xb_.data(), n, k_.data());
+    mm(L.wv, xb_.data(), n, v_.data());
+    per_token([&](int64_t t) {
+      const float* cs = &rope_cs_[sz(t, R)];
+      rope_apply(&q_[sz(t, Eq)], c_.n_head, c_.head_dim, R, cs);
+      rope_apply(&k_[sz(t, Ekv)], c_.n_head_kv, c_.head_dim, R, cs);
+      f16->from_float(&k_[sz(t, Ekv)], kv_.k(l, n_past_ + t), Ekv);
+      f16->from_float(&v_[sz(t, Ekv)], kv_.v(l, n_past_ + t), Ekv);
+    });
+    attention(l, n);
+    mm(L.wo, att_.data(), n, tmp_.data());
+    per_token([&](int64_t t) {
+      add_in_place(&x_[sz(t, E)], &tmp_[sz(t, E)], E);
+      rms_norm(&x_[sz(t, E)], L.ffn_norm, &xb_[sz(t, E)], E, c_.rms_eps);
+    });
+    mm(L.ffn_gate, xb_.data(), n, gate_.data());
+    mm(L.ffn_up, xb_.data(), n, up_.data());
+    per_token([&](int64_t t) { ffn_activation(&gate_[sz(t, F)], &up_[sz(t, F)], F, c_.activation); });
+    mm(L.ffn_down, gate_.data(), n, tmp_.data());
+    per_token([&](int64_t t) { add_in_place(&x_[sz(t, E)], &tmp_[sz(t, E)], E); });
+  }
+  n_past_ += n;
+
+  if (want_logits) {
+    rms_norm(&x_[sz(n - 1, E)], w.output_norm, xb_.data(), E, c_.rms_eps);
+    mm(w.output, xb_.data(), 1, logits_.data());
+  }
+}
+
+void InferenceContext::attention(int64_t layer, int64_t n) {
+  const int64_t hd = c_.head_dim, n_head = c_.n_head, group = c_.n_head / c_.n_head_kv;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  pool_.parallel_for(n * n_head, [&](int64_t chunk, int thread) {
+    const int64_t t = chunk / n_head, h = chunk % n_head, kvh = h / group;
+    AttentionHeadArgs a;
+    a.q = &q_[sz(t, c_.n_embd_q()) + static_cast<size_t>(h * hd)];
+    a.k = kv_.k(layer, 0) + kvh * hd;
+    a.v = kv_.v(layer, 0) + kvh * hd;
+    a.kv_stride = kv_.row_elements();
+    a.n_kv = n_past_ + t + 1;  // causal: a token sees itself and everything before it
+    a.head_dim = hd;
+    a.scale = scale;
+    a.out = &att_[sz(t, c_.n_embd_q()) + static_cast<size_t>(h * hd)];
+    a.scratch = &att_scratch_[sz(thread, 2 * hd)];
+    attention_head_f16(a);
+  });
+}
+
+}  // namespace ember

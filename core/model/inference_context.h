@@ -1,0 +1,67 @@
+#pragma once
+// One sequence being evaluated: KV cache, position, and every buffer the forward pass needs,
+// all allocated in the constructor so that evaluating tokens never allocates.
+#include <cstdint>
+#include <span>
+#include <stdexcept>
+#include <vector>
+
+#include "core/kernels/matmul.h"
+#include "core/kernels/thread_pool.h"
+#include "core/model/kv_cache.h"
+#include "core/model/model.h"
+
+namespace ember {
+
+// The prompt or generation does not fit in the context window.
+class ContextOverflow : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct ContextOptions {
+  int64_t n_ctx = 0;        // 0: the model's training context, capped at kDefaultMaxContext
+  int64_t max_batch = 512;  // tokens per forward step during prefill
+  static constexpr int64_t kDefaultMaxContext = 4096;
+};
+
+class InferenceContext {
+ public:
+  InferenceContext(const Model& model, ThreadPool& pool, const ContextOptions& options = {});
+
+  // Evaluates tokens at positions [n_past, n_past + tokens.size()) and returns the logits
+  // (n_vocab floats, valid until the next call) after the last one. Throws ContextOverflow when
+  // they do not fit and std::out_of_range for a token id outside the vocabulary; in both cases
+  // nothing is evaluated.
+  const float* eval(std::span<const int32_t> tokens);
+
+  int64_t n_past() const { return n_past_; }
+  int64_t n_ctx() const { return kv_.n_ctx(); }
+  // Forgets positions >= n_keep (n_keep <= n_past) so a shared prompt prefix can be reused.
+  void truncate(int64_t n_keep);
+  void reset() { truncate(0); }
+
+  uint64_t kv_cache_bytes() const { return kv_.bytes(); }
+  uint64_t scratch_bytes() const;
+  const Model& model() const { return model_; }
+
+ private:
+  void forward_batch(const int32_t* tokens, int64_t n, bool want_logits);
+  void attention(int64_t layer, int64_t n);
+  void mm(const MatrixView& w, const float* x, int64_t n, float* y);
+
+  const Model& model_;
+  const ModelConfig& c_;
+  ThreadPool& pool_;
+  int64_t max_batch_;
+  KvCache kv_;
+  int64_t n_past_ = 0;
+  MatmulScratch mm_scratch_;
+  // (max_batch, width) activations
+  std::vector<float> x_, xb_, q_, k_, v_, att_, tmp_, gate_, up_;
+  std::vector<float> rope_cs_;          // (max_batch, n_rot)
+  std::vector<uint16_t> att_scratch_;   // (threads, 2 * head_dim)
+  std::vector<float> logits_;           // (n_vocab)
+};
+
+}  // namespace ember

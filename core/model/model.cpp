@@ -1,0 +1,22 @@
+#include "core/model/model.h"
+
+#include <stdexcept>
+
+namespace ember {
+
+Model::Model(gguf::GgufFile file, ModelConfig config, Tokenizer tokenizer, WeightLoad load)
+    : file_(std::move(file)),
+      config_(std::move(config)),
+      tokenizer_(std::move(tokenizer)),
+      weights_(file_, config_, load) {}
+
+std::unique_ptr<Model> Model::load(const std::string& path, const ModelLoadOptions& options) {
+  gguf::GgufFile file = gguf::GgufFile::open(path);
+  ModelConfig config = read_model_config(file.metadata());
+  Tokenizer tokenizer = Tokenizer::from_gguf(file.metadata());
+  config.n_vocab = tokenizer.n_vocab();
+  // The tensors must agree with the vocabulary; ModelWeights checks token_embd/output shapes.
+  return std::unique_ptr<Model>(new Model(std::move(file), std::move(config), std::move(tokenizer), options.load));
+}
+
+}  // namespace ember

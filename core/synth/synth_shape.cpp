@@ -1,0 +1,70 @@
+#include "core/synth/synth_shape.h"
+
+#include <stdexcept>
+
+namespace ember::synth {
+
+ModelShape preset_shape(std::string_view name) {
+  ModelShape s;
+  s.preset = std::string(name);
+  if (name == "tiny") {
+    s.dim = 256, s.n_layers = 2, s.n_heads = 4, s.n_kv_heads = 2, s.ffn_dim = 768, s.n_vocab = 1024;
+    s.context_length = 2048;
+  } else if (name == "1b") {
+    s.dim = 2048, s.n_layers = 22, s.n_heads = 32, s.n_kv_heads = 4, s.ffn_dim = 5632, s.n_vocab = 32000;
+    s.context_length = 2048;
+  } else if (name == "mistral-7b") {
+    s.dim = 4096, s.n_layers = 32, s.n_heads = 32, s.n_kv_heads = 8, s.ffn_dim = 14336, s.n_vocab = 32000;
+    s.context_length = 32768;
+    s.rope_theta = 1000000.0f;
+  } else {
+    std::string known;
+    for (const auto& p : preset_names()) known += (known.empty() ? "" : ", ") + p;
+    throw std::invalid_argument("synth: unknown preset '" + std::string(name) + "' (known: " + known + ")");
+  }
+  return s;
+}
+
+std::vector<std::string> preset_names() { return {"tiny", "1b", "mistral-7b"}; }
+
+uint64_t TensorSpec::n_elements() const {
+  uint64_t n = 1;
+  for (uint64_t d : ne) n *= d;
+  return n;
+}
+
+std::vector<TensorSpec> model_tensors(const ModelShape& s) {
+  if (s.dim <= 0 || s.n_heads <= 0 || s.n_kv_heads <= 0 || s.n_layers <= 0 || s.ffn_dim <= 0 || s.n_vocab <= 0)
+    throw std::invalid_argument("synth: model shape has a non-positive dimension");
+  if (s.dim % s.n_heads != 0 || s.n_heads % s.n_kv_heads != 0)
+    throw std::invalid_argument("synth: dim must divide by n_heads and n_heads by n_kv_heads");
+  if (s.dim % 256 != 0 || s.ffn_dim % 256 != 0)
+    throw std::invalid_argument("synth: dim and ffn_dim must be multiples of 256 (the Q4_K block)");
+  const auto dim = static_cast<uint64_t>(s.dim), kv = static_cast<uint64_t>(s.kv_dim()),
+             ffn = static_cast<uint64_t>(s.ffn_dim), vocab = static_cast<uint64_t>(s.n_vocab);
+  std::vector<TensorSpec> t;
+  t.push_back({"token_embd.weight", TensorRole::Embedding, -1, {dim, vocab}});
+  for (int32_t l = 0; l < s.n_layers; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    t.push_back({p + "attn_norm.weight", TensorRole::Norm, l, {dim}});
+    t.push_back({p + "attn_q.weight", TensorRole::AttnQ, l, {dim, dim}});
+    t.push_back({p + "attn_k.weight", TensorRole::AttnK, l, {dim, kv}});
+    t.push_back({p + "attn_v.weight", TensorRole::AttnV, l, {dim, kv}});
+    t.push_back({p + "attn_output.weight", TensorRole::AttnOut, l, {dim, dim}});
+    t.push_back({p + "ffn_norm.weight", TensorRole::Norm, l, {dim}});
+    t.push_back({p + "ffn_gate.weight", TensorRole::FfnGate, l, {dim, ffn}});
+    t.push_back({p + "ffn_up.weight", TensorRole::FfnUp, l, {dim, ffn}});
+    t.push_back({p + "ffn_down.weight", TensorRole::FfnDown, l, {ffn, dim}});
+  }
+  t.push_back({"output_norm.weight", TensorRole::Norm, -1, {dim}});
+  t.push_back({"output.weight", TensorRole::Output, -1, {dim, vocab}});
+  return t;
+}
+
+uint64_t parameter_count(const ModelShape& shape) {
+  uint64_t n = 0;
+  for (const auto& t : model_tensors(shape)) n += t.n_elements();
+  return n;
+}
+
+}  // namespace ember::synth

@@ -1,0 +1,49 @@
+#pragma once
+// The shapes of the synthetic llama models (`ember synth --preset`), and the list of tensors such a
+// model has, with llama.cpp's names and ggml shapes (ne[0] = row length).
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ember::synth {
+
+struct ModelShape {
+  std::string preset;
+  int64_t dim = 0;          // embedding_length
+  int64_t n_layers = 0;
+  int64_t n_heads = 0;
+  int64_t n_kv_heads = 0;
+  int64_t ffn_dim = 0;      // feed_forward_length
+  int64_t n_vocab = 0;
+  int64_t context_length = 0;
+  float rope_theta = 10000.0f;
+  float rms_eps = 1e-5f;
+  int64_t head_dim() const { return dim / n_heads; }
+  int64_t kv_dim() const { return head_dim() * n_kv_heads; }
+};
+
+// "tiny" (tests), "1b" (TinyLlama-1.1B shape), "mistral-7b" (Mistral-7B-v0.2 shape: rope theta 1e6,
+// context 32768). Throws std::invalid_argument naming the known presets.
+ModelShape preset_shape(std::string_view name);
+std::vector<std::string> preset_names();
+
+// What a tensor is, which decides how its values are drawn.
+enum class TensorRole { Embedding, Norm, AttnQ, AttnK, AttnV, AttnOut, FfnGate, FfnUp, FfnDown, Output };
+
+struct TensorSpec {
+  std::string name;
+  TensorRole role;
+  int32_t layer;                // -1 outside the blocks
+  std::vector<uint64_t> ne;     // ggml order: ne[0] is the row length
+  bool is_matrix() const { return role != TensorRole::Norm; }
+  uint64_t n_elements() const;
+};
+
+// Tensors in llama.cpp's usual file order. Checks that every row length is a multiple of 256 (so
+// every quantized type, Q4_K included, can store it); throws std::invalid_argument otherwise.
+std::vector<TensorSpec> model_tensors(const ModelShape& shape);
+
+uint64_t parameter_count(const ModelShape& shape);
+
+}  // namespace ember::synth

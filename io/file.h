@@ -1,0 +1,86 @@
+#pragma once
+// Files as io/ sees them: a read-only file with exact positioned reads, a read-only memory map of a
+// byte range, and buffers aligned for O_DIRECT. io/ knows files, offsets and buffers, never models.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+namespace ember::io {
+
+// Any failure of the operating system or a short read; the message names the path, the operation,
+// the offset and length, and strerror.
+class IoError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class ReadOnlyFile {
+ public:
+  // Opens for reading (buffered). Throws IoError naming the path when it cannot be opened or is not
+  // a regular file.
+  static ReadOnlyFile open(const std::string& path);
+
+  ReadOnlyFile(ReadOnlyFile&& other) noexcept;
+  ReadOnlyFile& operator=(ReadOnlyFile&& other) noexcept;
+  ReadOnlyFile(const ReadOnlyFile&) = delete;
+  ReadOnlyFile& operator=(const ReadOnlyFile&) = delete;
+  ~ReadOnlyFile();
+
+  uint64_t size() const { return size_; }
+  const std::string& path() const { return path_; }
+  int fd() const { return fd_; }
+
+  // Reads exactly n bytes at offset (pread loop, EINTR-safe). Throws IoError when [offset, offset+n)
+  // is not inside the file or the read comes back short. Thread-safe (pread has no shared cursor).
+  void read_exact(void* dst, uint64_t n, uint64_t offset) const;
+
+ private:
+  ReadOnlyFile(int fd, uint64_t size, std::string path) : fd_(fd), size_(size), path_(std::move(path)) {}
+  int fd_ = -1;
+  uint64_t size_ = 0;
+  std::string path_;
+};
+
+// A read-only, private mapping of [offset, offset+length) of a file. The mapping itself starts at
+// the page below offset; data() points at offset. Unmapped on destruction.
+class MappedRegion {
+ public:
+  static MappedRegion map(const ReadOnlyFile& file, uint64_t offset, uint64_t length);
+
+  MappedRegion() = default;
+  MappedRegion(MappedRegion&& other) noexcept;
+  MappedRegion& operator=(MappedRegion&& other) noexcept;
+  MappedRegion(const MappedRegion&) = delete;
+  MappedRegion& operator=(const MappedRegion&) = delete;
+  ~MappedRegion();
+
+  const uint8_t* data() const { return data_; }
+  uint64_t size() const { return size_; }
+
+ private:
+  void* base_ = nullptr;
+  uint64_t base_length_ = 0;
+  const uint8_t* data_ = nullptr;
+  uint64_t size_ = 0;
+};
+
+// Heap memory aligned to `alignment` (a power of two, default 4 KiB for O_DIRECT), zero-filled.
+class AlignedBuffer {
+ public:
+  AlignedBuffer() = default;
+  explicit AlignedBuffer(size_t bytes, size_t alignment = 4096);
+  uint8_t* data() { return ptr_.get(); }
+  const uint8_t* data() const { return ptr_.get(); }
+  size_t size() const { return size_; }
+
+ private:
+  struct Free {
+    void operator()(uint8_t* p) const;
+  };
+  std::unique_ptr<uint8_t, Free> ptr_;
+  size_t size_ = 0;
+};
+
+}  // namespace ember::io

@@ -1,0 +1,64 @@
+// `ember synth`: writes a deterministic synthetic llama model (the project's benchmark and demo
+// models). The logic lives in core/synth; this file only maps flags onto SynthOptions.
+#include <cstdio>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include "core/synth/synth_writer.h"
+#include "tools/subcommands.h"
+
+namespace ember::cli {
+
+void register_synth(CLI::App& app, int& exit_code) {
+  struct Flags {
+    std::string preset = "tiny";
+    std::string type = "Q4_0";
+    std::string output;
+    uint64_t seed = 0;
+    std::string vocab_from;
+    int threads = 0;
+    bool quiet = false;
+  };
+  auto flags = std::make_shared<Flags>();
+  CLI::App* sub = app.add_subcommand("synth", "Write a deterministic synthetic llama GGUF model");
+  sub->description(
+      "Write a deterministic synthetic llama GGUF model (random weights scaled to keep activations sane, "
+      "a built-in SentencePiece-style English vocabulary) for benchmarks, demos and tests");
+  sub->add_option("--preset", flags->preset, "Model shape: tiny (tests), 1b (TinyLlama-1.1B), mistral-7b")
+      ->capture_default_str();
+  sub->add_option("--type", flags->type, "Type of the weight matrices: F16, Q8_0, Q4_0, Q4_K (norms stay F32)")
+      ->capture_default_str();
+  sub->add_option("-o,--output", flags->output, "Output GGUF file (overwritten)")->required();
+  sub->add_option("--seed", flags->seed, "Seed of the weights (the same seed gives the same file)")
+      ->capture_default_str();
+  sub->add_option("--vocab-from", flags->vocab_from,
+                  "Copy the tokenizer of this GGUF model instead of the built-in one (n_vocab follows it)");
+  sub->add_option("--threads", flags->threads, "Threads generating and quantizing weights (0: all cores)")
+      ->capture_default_str();
+  sub->add_flag("-q,--quiet", flags->quiet, "Print only the final summary line");
+  sub->callback([flags, &exit_code] {
+    const auto type = parse_type_name(flags->type);
+    if (!type) throw std::invalid_argument("synth: --type " + flags->type + " is not a ggml type name");
+    synth::SynthOptions options;
+    options.preset = flags->preset;
+    options.type = *type;
+    options.output_path = flags->output;
+    options.seed = flags->seed;
+    options.vocab_from = flags->vocab_from;
+    options.threads = flags->threads;
+    const bool quiet = flags->quiet;
+    const auto result = synth::write_synth_model(options, [quiet](size_t done, size_t total) {
+      if (!quiet && (done * 10 / total != (done - 1) * 10 / total || done == total))
+        std::fprintf(stderr, "\rsynth: %zu/%zu tensors", done, total);
+      if (!quiet && done == total) std::fprintf(stderr, "\n");
+    });
+    std::printf("wrote %s: preset %s, %s, %.3f B params, vocab %lld, %.2f GB in %.1f s\n", options.output_path.c_str(),
+                result.shape.preset.c_str(), std::string(type_name(options.type)).c_str(),
+                static_cast<double>(result.n_params) / 1e9, static_cast<long long>(result.shape.n_vocab),
+                static_cast<double>(result.file_bytes) / 1e9, result.seconds);
+    exit_code = 0;
+  });
+}
+
+}  // namespace ember::cli

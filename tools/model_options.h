@@ -1,0 +1,25 @@
+#pragma once
+// Flags shared by the subcommands that load a model (run, bench, ...), so each is spelled and
+// described once.
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <string>
+
+#include "core/model/inference_context.h"
+#include "core/model/model.h"
+
+namespace ember::cli {
+
+struct ModelOptions {
+  std::string model_path;
+  int threads = 0;        // 0: one per physical core
+  int64_t ctx_size = 0;   // 0: model's training context, capped at 4096
+  int64_t batch = 512;
+  bool no_mmap = false;
+
+  void add_to(CLI::App& sub);
+  ModelLoadOptions load_options() const;
+  ContextOptions context_options() const;
+};
+
+}  // namespace ember::cli
