@@ -39,10 +39,11 @@ int run(RunOptions& o) {
   if (!o.seed_given) o.sampling.seed = std::random_device{}();
 
   ThreadPool pool(o.model.threads);
-  auto model = Model::load(o.model.model_path, o.model.load_options());
+  const std::string model_path = o.model.resolve_model_path();
+  auto model = Model::load(model_path, o.model.load_options());
   const ModelConfig& c = model->config();
   std::fprintf(stderr, "ember: %s (%s), %lld layers, dim %lld, ffn %lld (%s), vocab %lld; %d threads, %s kernels\n",
-               o.model.model_path.c_str(), c.architecture.c_str(), (long long)c.n_layer, (long long)c.n_embd,
+               model_path.c_str(), c.architecture.c_str(), (long long)c.n_layer, (long long)c.n_embd,
                (long long)c.n_ff, activation_name(c.activation), (long long)c.n_vocab, pool.size(),
                kernel_set_name(active_kernel_set()));
 
@@ -83,6 +84,7 @@ int run(RunOptions& o) {
 void register_run(CLI::App& app, int& exit_code) {
   auto opts = std::make_shared<RunOptions>();
   CLI::App* sub = app.add_subcommand("run", "Generate text for a prompt (text to stdout, logs to stderr)");
+  opts->model.demo_if_missing = true;
   opts->model.add_to(*sub);
   auto* p = sub->add_option("-p,--prompt", opts->prompt, "Prompt text");
   auto* f = sub->add_option("-f,--file", opts->prompt_file, "Read the prompt from a file")->check(CLI::ExistingFile);

@@ -15,7 +15,10 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help and friends print through CLI11; real errors are one line, like every other error.
+    if (e.get_exit_code() == 0) return app.exit(e);
+    std::fprintf(stderr, "ember: error: %s\n", e.what());
+    return e.get_exit_code();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "ember: error: %s\n", e.what());
     return 1;

@@ -1,9 +1,17 @@
 #include "tools/model_options.h"
 
+#include <cstdio>
+
+#include "core/synth/demo_model.h"
+
 namespace ember::cli {
 
 void ModelOptions::add_to(CLI::App& sub) {
-  sub.add_option("-m,--model", model_path, "Model file (GGUF)")->required()->check(CLI::ExistingFile);
+  auto* m = sub.add_option("-m,--model", model_path,
+                           demo_if_missing ? "Model file (GGUF); default: the built-in demo model (synthetic)"
+                                           : "Model file (GGUF)");
+  m->check(CLI::ExistingFile);
+  if (!demo_if_missing) m->required();
   sub.add_option("-t,--threads", threads, "Worker threads (default: one per physical core)")
       ->check(CLI::Range(0, 1024));
   sub.add_option("-c,--ctx-size", ctx_size,
@@ -12,6 +20,15 @@ void ModelOptions::add_to(CLI::App& sub) {
   sub.add_option("-b,--batch-size", batch, "Prompt tokens evaluated per forward step (default 512)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 16));
   sub.add_flag("--no-mmap", no_mmap, "Read the weights into memory instead of mapping the file");
+}
+
+std::string ModelOptions::resolve_model_path() const {
+  if (!model_path.empty()) return model_path;
+  bool created = false;
+  std::string path = synth::ensure_demo_model(&created);
+  std::fprintf(stderr, "ember: no model given (-m); %s the built-in demo model %s (synthetic weights, not a real language model)\n",
+               created ? "created" : "using", path.c_str());
+  return path;
 }
 
 ModelLoadOptions ModelOptions::load_options() const {

@@ -17,7 +17,11 @@ struct ModelOptions {
   int64_t batch = 512;
   bool no_mmap = false;
 
+  bool demo_if_missing = false;  // set before add_to(): -m becomes optional
+
   void add_to(CLI::App& sub);
+  // model_path, or the built-in demo model (created on first use) when none was given.
+  std::string resolve_model_path() const;
   ModelLoadOptions load_options() const;
   ContextOptions context_options() const;
 };

@@ -59,6 +59,10 @@ float vec_dot_q6_K_q8_K(int64_t n, const void* row, const void* act);
 
 void gemm_tile_q4_0_q8_0(int64_t n, const void* rows, size_t row_stride, int n_rows, const void* acts,
                          size_t act_stride, int n_tokens, float* out, size_t out_stride);
+// Same tile with AVX-VNNI; only when cpu_has_avxvnni().
+void gemm_tile_q4_0_q8_0_vnni(int64_t n, const void* rows, size_t row_stride, int n_rows, const void* acts,
+                              size_t act_stride, int n_tokens, float* out, size_t out_stride);
+bool cpu_has_avxvnni();
 }  // namespace avx2
 
 // The register-tile kernel of the active set for a weight type, or nullptr (then matmul falls

@@ -60,6 +60,17 @@ KernelSet choose_kernel_set() {
   return KernelSet::Scalar;
 }
 
+#ifdef EMBER_HAVE_X86_SIMD
+// AVX-VNNI tiles unless EMBER_KERNELS=avx2 asks for the plain AVX2 ones (read once).
+bool use_vnni() {
+  static const bool use = [] {
+    const char* forced = std::getenv("EMBER_KERNELS");
+    return !(forced != nullptr && std::strcmp(forced, "avx2") == 0) && avx2::cpu_has_avxvnni();
+  }();
+  return use;
+}
+#endif
+
 const KernelTraits* find(const Table& table, GgmlType type) {
   for (const KernelTraits& t : table) {
     if (t.type == type) return &t;
@@ -96,7 +107,7 @@ const KernelTraits* scalar_kernel_traits(GgmlType type) { return find(kScalarTab
 GemmTileFn gemm_tile_kernel(uint32_t type_id) {
 #ifdef EMBER_HAVE_X86_SIMD
   if (active_kernel_set() == KernelSet::Avx2 && type_id == static_cast<uint32_t>(GgmlType::Q4_0)) {
-    return avx2::gemm_tile_q4_0_q8_0;
+    return use_vnni() ? avx2::gemm_tile_q4_0_q8_0_vnni : avx2::gemm_tile_q4_0_q8_0;
   }
 #endif
   return nullptr;

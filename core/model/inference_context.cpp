@@ -86,16 +86,17 @@ void InferenceContext::forward_batch(const int32_t* tokens, int64_t n, bool want
   const KernelTraits* embd = kernel_traits(w.token_embd.type);
   const KernelTraits* f16 = kernel_traits(GgmlType::F16);
 
-  // Per-token work that is not a matmul, spread over the pool when there are several tokens.
-  auto per_token = [&](auto&& fn) {
-    if (n == 1) {
-      fn(int64_t{0});
+  // Per-token work that is not a matmul, for tokens [from, n), spread over the pool when there are
+  // several.
+  auto per_token = [&](int64_t from, auto&& fn) {
+    if (n - from == 1) {
+      fn(from);
     } else {
-      pool_.parallel_for(n, [&](int64_t t, int) { fn(t); });
+      pool_.parallel_for(n - from, [&](int64_t i, int) { fn(from + i); });
     }
   };
 
-  per_token([&](int64_t t) {
+  per_token(0, [&](int64_t t) {
     const auto* row = static_cast<const uint8_t*>(w.token_embd.data) + w.token_embd.row_stride * static_cast<uint64_t>(tokens[t]);
     embd->to_float(row, &x_[sz(t, E)], E);
     rope_table(n_past_ + t, R, c_.rope_theta, &rope_cs_[sz(t, R)]);
@@ -103,28 +104,36 @@ void InferenceContext::forward_batch(const int32_t* tokens, int64_t n, bool want
 
   for (int64_t l = 0; l < c_.n_layer; ++l) {
     const LayerWeights& L = w.layers[static_cast<size_t>(l)];
-    per_token([&](int64_t t) { rms_norm(&x_[sz(t, E)], L.attn_norm, &xb_[sz(t, E)], E, c_.rms_eps); });
+    per_token(0, [&](int64_t t) { rms_norm(&x_[sz(t, E)], L.attn_norm, &xb_[sz(t, E)], E, c_.rms_eps); });
     mm(L.wq, xb_.data(), n, q_.data());
     mm(L.wk, xb_.data(), n, k_.data());
     mm(L.wv, xb_.data(), n, v_.data());
-    per_token([&](int64_t t) {
+    per_token(0, [&](int64_t t) {
       const float* cs = &rope_cs_[sz(t, R)];
       rope_apply(&q_[sz(t, Eq)], c_.n_head, c_.head_dim, R, cs);
       rope_apply(&k_[sz(t, Ekv)], c_.n_head_kv, c_.head_dim, R, cs);
       f16->from_float(&k_[sz(t, Ekv)], kv_.k(l, n_past_ + t), Ekv);
       f16->from_float(&v_[sz(t, Ekv)], kv_.v(l, n_past_ + t), Ekv);
     });
-    attention(l, n);
-    mm(L.wo, att_.data(), n, tmp_.data());
-    per_token([&](int64_t t) {
+    // The last layer's output matters only where logits are read: for the last token, or for none
+    // when this is not the final chunk of a prompt (its keys and values are cached above).
+    int64_t first = 0;
+    if (l == c_.n_layer - 1) {
+      if (!want_logits) break;
+      first = n - 1;
+    }
+    const int64_t m = n - first;
+    attention(l, first, n);
+    mm(L.wo, &att_[sz(first, Eq)], m, &tmp_[sz(first, E)]);
+    per_token(first, [&](int64_t t) {
       add_in_place(&x_[sz(t, E)], &tmp_[sz(t, E)], E);
       rms_norm(&x_[sz(t, E)], L.ffn_norm, &xb_[sz(t, E)], E, c_.rms_eps);
     });
-    mm(L.ffn_gate, xb_.data(), n, gate_.data());
-    mm(L.ffn_up, xb_.data(), n, up_.data());
-    per_token([&](int64_t t) { ffn_activation(&gate_[sz(t, F)], &up_[sz(t, F)], F, c_.activation); });
-    mm(L.ffn_down, gate_.data(), n, tmp_.data());
-    per_token([&](int64_t t) { add_in_place(&x_[sz(t, E)], &tmp_[sz(t, E)], E); });
+    mm(L.ffn_gate, &xb_[sz(first, E)], m, &gate_[sz(first, F)]);
+    mm(L.ffn_up, &xb_[sz(first, E)], m, &up_[sz(first, F)]);
+    per_token(first, [&](int64_t t) { ffn_activation(&gate_[sz(t, F)], &up_[sz(t, F)], F, c_.activation); });
+    mm(L.ffn_down, &gate_[sz(first, F)], m, &tmp_[sz(first, E)]);
+    per_token(first, [&](int64_t t) { add_in_place(&x_[sz(t, E)], &tmp_[sz(t, E)], E); });
   }
   n_past_ += n;
 
@@ -134,11 +143,11 @@ void InferenceContext::forward_batch(const int32_t* tokens, int64_t n, bool want
   }
 }
 
-void InferenceContext::attention(int64_t layer, int64_t n) {
+void InferenceContext::attention(int64_t layer, int64_t first, int64_t n) {
   const int64_t hd = c_.head_dim, n_head = c_.n_head, group = c_.n_head / c_.n_head_kv;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  pool_.parallel_for(n * n_head, [&](int64_t chunk, int thread) {
-    const int64_t t = chunk / n_head, h = chunk % n_head, kvh = h / group;
+  pool_.parallel_for((n - first) * n_head, [&](int64_t chunk, int thread) {
+    const int64_t t = first + chunk / n_head, h = chunk % n_head, kvh = h / group;
     AttentionHeadArgs a;
     a.q = &q_[sz(t, c_.n_embd_q()) + static_cast<size_t>(h * hd)];
     a.k = kv_.k(layer, 0) + kvh * hd;

@@ -47,7 +47,8 @@ class InferenceContext {
 
  private:
   void forward_batch(const int32_t* tokens, int64_t n, bool want_logits);
-  void attention(int64_t layer, int64_t n);
+  // Attention output of tokens [first, n) of the current batch.
+  void attention(int64_t layer, int64_t first, int64_t n);
   void mm(const MatrixView& w, const float* x, int64_t n, float* y);
 
   const Model& model_;

@@ -72,7 +72,7 @@ class MergeLearner {
       for (const auto& ch : utf8_chars(word)) w.symbols.push_back(intern(ch));
       words_.push_back(std::move(w));
     }
-    for (size_t i = 0; i < words_.size(); ++i) add_pairs(static_cast<int32_t>(i), +1);
+    for (size_t i = 0; i < words_.size(); ++i) add_pairs(static_cast<int32_t>(i));
     for (const auto& [key, count] : pair_count_) heap_.push({count, key});
   }
 
@@ -92,7 +92,9 @@ class MergeLearner {
       if (is_new) learned.push_back(text);
       ++round;
       touched_.clear();
-      const std::vector<int32_t> where = where_[key];
+      // (a, b) cannot reappear once merged (no new a or b is ever made), so its word list is spent.
+      const std::vector<int32_t> where = std::move(where_[key]);
+      where_.erase(key);
       for (int32_t wi : where) {
         if (stamp[static_cast<size_t>(wi)] == round) continue;
         stamp[static_cast<size_t>(wi)] = round;
@@ -126,19 +128,27 @@ class MergeLearner {
     return it->second;
   }
 
-  void add_pairs(int32_t wi, int sign) {
+  void add_pairs(int32_t wi) {
     const Word& w = words_[static_cast<size_t>(wi)];
     for (size_t i = 0; i + 1 < w.symbols.size(); ++i) {
       const uint64_t k = pair_key(w.symbols[i], w.symbols[i + 1]);
-      pair_count_[k] += sign * w.weight;
-      if (sign > 0) where_[k].push_back(wi);
-      touched_.push_back(k);
+      pair_count_[k] += w.weight;
+      where_[k].push_back(wi);
     }
   }
 
+  void pairs_of(const std::vector<int32_t>& syms, std::vector<uint64_t>& out) const {
+    out.clear();
+    for (size_t i = 0; i + 1 < syms.size(); ++i) out.push_back(pair_key(syms[i], syms[i + 1]));
+    std::sort(out.begin(), out.end());
+  }
+
+  // Rewrites one word and updates the counts of only the pairs that changed, so the heap is not
+  // flooded with entries for pairs the merge did not touch.
   void merge_in_word(int32_t wi, int32_t a, int32_t b, int32_t merged) {
-    add_pairs(wi, -1);
-    auto& syms = words_[static_cast<size_t>(wi)].symbols;
+    Word& w = words_[static_cast<size_t>(wi)];
+    pairs_of(w.symbols, old_pairs_);
+    auto& syms = w.symbols;
     size_t out = 0;
     for (size_t i = 0; i < syms.size(); ++i) {
       if (i + 1 < syms.size() && syms[i] == a && syms[i + 1] == b) {
@@ -149,7 +159,20 @@ class MergeLearner {
       }
     }
     syms.resize(out);
-    add_pairs(wi, +1);
+    pairs_of(syms, new_pairs_);
+    size_t i = 0, j = 0;
+    while (i < old_pairs_.size() || j < new_pairs_.size()) {
+      if (j == new_pairs_.size() || (i < old_pairs_.size() && old_pairs_[i] < new_pairs_[j])) {
+        pair_count_[old_pairs_[i]] -= w.weight;
+        touched_.push_back(old_pairs_[i++]);
+      } else if (i == old_pairs_.size() || new_pairs_[j] < old_pairs_[i]) {
+        pair_count_[new_pairs_[j]] += w.weight;
+        where_[new_pairs_[j]].push_back(wi);
+        touched_.push_back(new_pairs_[j++]);
+      } else {
+        ++i, ++j;
+      }
+    }
   }
 
   std::vector<std::string> symbols_;
@@ -159,6 +182,7 @@ class MergeLearner {
   std::unordered_map<uint64_t, std::vector<int32_t>> where_;
   std::priority_queue<Entry> heap_;
   std::vector<uint64_t> touched_;
+  std::vector<uint64_t> old_pairs_, new_pairs_;
 };
 
 }  // namespace

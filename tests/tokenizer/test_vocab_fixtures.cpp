@@ -41,7 +41,10 @@ std::vector<std::vector<int32_t>> parse_expected(const std::string& out) {
 
 std::string ids_text(const std::vector<int32_t>& ids) {
   std::string s;
-  for (int32_t id : ids) s += " " + std::to_string(id);
+  for (int32_t id : ids) {
+    s += ' ';
+    s += std::to_string(id);
+  }
   return s;
 }
 
