@@ -8,12 +8,14 @@
 # usage: bench/compare_greedy.sh [--types Q8_0,Q4_0,Q4_K] [--preset 1b] [--tokens 32]
 #                                [--min-agree 16] [--threads 2] [--ember PATH] [--out DIR]
 #
-# Environment: EMBER_CACHE (default ~/.cache/ember) holds models/ and llamacpp/.
+# Environment: EMBER_CACHE (default ~/.cache/ember) holds models/ and llamacpp/;
+# EMBER_MODELS_DIR moves models/.
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 readonly repo
 readonly cache_root="${EMBER_CACHE:-$HOME/.cache/ember}"
+readonly models_dir="${EMBER_MODELS_DIR:-$cache_root/models}"
 types="Q8_0,Q4_0,Q4_K"
 preset=1b
 tokens=32
@@ -30,7 +32,7 @@ readonly prompts=(
     "Water boils at a temperature of"
 )
 
-usage() { sed -n '2,10p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,12p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 fail() { echo "compare_greedy.sh: error: $*" >&2; exit 2; }
 log() { echo "compare_greedy.sh: $*" >&2; }
 
@@ -62,7 +64,7 @@ pairs="$out_dir/pairs.jsonl"
 
 IFS=',' read -r -a type_list <<< "$types"
 for type in "${type_list[@]}"; do
-    file="$(synth_model "$ember" "$cache_root/models" "$preset" "$type")" || exit 2
+    file="$(synth_model "$ember" "$models_dir" "$preset" "$type")" || exit 2
     for index in "${!prompts[@]}"; do
         prompt="${prompts[$index]}"
         peer_line="$("$peer" greedy -m "$file" -t "$threads" -n "$tokens" -p "$prompt")" ||
@@ -77,6 +79,7 @@ peer = json.loads(sys.argv[1])
 print(json.dumps({"type": sys.argv[3], "prompt_index": int(sys.argv[4]), "prompt": sys.argv[5],
                   "prompt_tokens": peer["prompt_tokens"], "llamacpp": peer["greedy_tokens"],
                   "llamacpp_ended_at_eog": peer.get("ended_at_eog", False),
+                  "llamacpp_top2_margins": peer.get("top2_margins", []),
                   "ember": json.loads(sys.argv[2])}))' \
             "$peer_line" "$ember_line" "$type" "$index" "$prompt" >> "$pairs"
     done

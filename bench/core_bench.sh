@@ -12,12 +12,13 @@
 # shows the median over the R processes.
 #
 # Environment: EMBER_CACHE (default ~/.cache/ember) holds the synthetic models in models/ and
-# the llama.cpp peer in llamacpp/ (see bench/llamacpp/setup.sh).
+# the llama.cpp peer in llamacpp/ (see bench/llamacpp/setup.sh); EMBER_MODELS_DIR moves models/.
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 readonly repo
 readonly cache_root="${EMBER_CACHE:-$HOME/.cache/ember}"
+readonly models_dir="${EMBER_MODELS_DIR:-$cache_root/models}"
 models="1b,mistral-7b"
 runs=3
 inner_runs=1
@@ -30,7 +31,7 @@ peer_only=false
 peer_flags=()
 out_dir=""
 
-usage() { sed -n '2,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 fail() { echo "core_bench.sh: error: $*" >&2; exit 1; }
 log() { echo "core_bench.sh: $*" >&2; }
 
@@ -105,7 +106,7 @@ $peer_only || engines=(ember llama.cpp)
 
 IFS=',' read -r -a model_list <<< "$models"
 for model_name in "${model_list[@]}"; do
-    file="$(synth_model "$ember" "$cache_root/models" "$model_name" "$quant")" ||
+    file="$(synth_model "$ember" "$models_dir" "$model_name" "$quant")" ||
         fail "no $quant model for preset $model_name"
     # Alternating the engines spreads slow drifts (other load, thermal) over both equally.
     for ((run = 1; run <= runs; run++)); do

@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <string>
 
+#include <unistd.h>
+
 #include "core/synth/synth_writer.h"
 #include "tools/subcommands.h"
 
@@ -36,7 +38,7 @@ void register_synth(CLI::App& app, int& exit_code) {
                   "Copy the tokenizer of this GGUF model instead of the built-in one (n_vocab follows it)");
   sub->add_option("--threads", flags->threads, "Threads generating and quantizing weights (0: all cores)")
       ->capture_default_str();
-  sub->add_flag("-q,--quiet", flags->quiet, "Print only the final summary line");
+  sub->add_flag("-q,--quiet", flags->quiet, "Print only the final summary line (progress goes to a terminal only)");
   sub->callback([flags, &exit_code] {
     const auto type = parse_type_name(flags->type);
     if (!type) throw std::invalid_argument("synth: --type " + flags->type + " is not a ggml type name");
@@ -47,16 +49,16 @@ void register_synth(CLI::App& app, int& exit_code) {
     options.seed = flags->seed;
     options.vocab_from = flags->vocab_from;
     options.threads = flags->threads;
-    const bool quiet = flags->quiet;
+    const bool quiet = flags->quiet || !isatty(fileno(stderr));
     const auto result = synth::write_synth_model(options, [quiet](size_t done, size_t total) {
       if (!quiet && (done * 10 / total != (done - 1) * 10 / total || done == total))
         std::fprintf(stderr, "\rsynth: %zu/%zu tensors", done, total);
       if (!quiet && done == total) std::fprintf(stderr, "\n");
     });
-    std::printf("wrote %s: preset %s, %s, %.3f B params, vocab %lld, %.2f GB in %.1f s\n", options.output_path.c_str(),
+    std::printf("wrote %s: preset %s, %s, %.3f B params, vocab %lld, %.1f MB in %.1f s\n", options.output_path.c_str(),
                 result.shape.preset.c_str(), std::string(type_name(options.type)).c_str(),
                 static_cast<double>(result.n_params) / 1e9, static_cast<long long>(result.shape.n_vocab),
-                static_cast<double>(result.file_bytes) / 1e9, result.seconds);
+                static_cast<double>(result.file_bytes) / 1e6, result.seconds);
     exit_code = 0;
   });
 }

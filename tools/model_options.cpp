@@ -20,6 +20,8 @@ void ModelOptions::add_to(CLI::App& sub) {
   sub.add_option("-b,--batch-size", batch, "Prompt tokens evaluated per forward step (default 512)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 16));
   sub.add_flag("--no-mmap", no_mmap, "Read the weights into memory instead of mapping the file");
+  sub.add_flag("--no-repack", no_repack,
+               "Do not keep interleaved copies of Q4_0 matrices (saves their size in memory, slower matmuls)");
 }
 
 std::string ModelOptions::resolve_model_path() const {
@@ -34,6 +36,7 @@ std::string ModelOptions::resolve_model_path() const {
 ModelLoadOptions ModelOptions::load_options() const {
   ModelLoadOptions o;
   o.load = no_mmap ? WeightLoad::Read : WeightLoad::Mmap;
+  o.repack = !no_repack;
   return o;
 }
 

@@ -16,6 +16,7 @@ struct ModelOptions {
   int64_t ctx_size = 0;   // 0: model's training context, capped at 4096
   int64_t batch = 512;
   bool no_mmap = false;
+  bool no_repack = false;
 
   bool demo_if_missing = false;  // set before add_to(): -m becomes optional
 

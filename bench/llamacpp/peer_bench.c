@@ -14,6 +14,7 @@
 #include "ggml-backend.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -170,6 +171,18 @@ static llama_token argmax_token(const float * logits, int32_t n_vocab) {
 }
 
 // Writes s as a JSON string literal (the model path may hold any byte).
+// Gap between the best and the second-best logit: a small gap at the step where two
+// engines diverge points at rounding differences rather than a bug.
+static float top2_margin(const float * logits, int32_t n_vocab, llama_token best) {
+    float second = -INFINITY;
+    for (int32_t i = 0; i < n_vocab; ++i) {
+        if (i != best && logits[i] > second) {
+            second = logits[i];
+        }
+    }
+    return logits[best] - second;
+}
+
 static void print_json_string(const char * s) {
     putchar('"');
     for (const unsigned char * p = (const unsigned char *) s; *p; ++p) {
@@ -394,8 +407,9 @@ static int run_greedy(const struct peer_options * opt) {
     int status = 1;
     llama_token * prompt = NULL;
     llama_token * generated = malloc(sizeof(llama_token) * (size_t) opt->gen_tokens);
+    float * margins = malloc(sizeof(float) * (size_t) opt->gen_tokens);
     const int32_t n_prompt = tokenize_prompt(&s, opt->prompt_text, &prompt);
-    if (n_prompt <= 0 || generated == NULL) {
+    if (n_prompt <= 0 || generated == NULL || margins == NULL) {
         fprintf(stderr, "peer_bench: could not tokenize the prompt\n");
         goto done;
     }
@@ -404,7 +418,9 @@ static int run_greedy(const struct peer_options * opt) {
     }
     int32_t n_generated = 0;
     while (n_generated < opt->gen_tokens) {
-        llama_token next = argmax_token(llama_get_logits_ith(s.ctx, -1), s.n_vocab);
+        const float * logits = llama_get_logits_ith(s.ctx, -1);
+        llama_token next = argmax_token(logits, s.n_vocab);
+        margins[n_generated] = top2_margin(logits, s.n_vocab, next);
         generated[n_generated++] = next;
         // refgen.mjs stops after emitting an end-of-generation token; so do we.
         if (llama_vocab_is_eog(s.vocab, next) || n_generated == opt->gen_tokens) {
@@ -424,11 +440,16 @@ static int run_greedy(const struct peer_options * opt) {
         printf(i ? ",%d" : "%d", generated[i]);
     }
     const bool ended_at_eog = n_generated > 0 && llama_vocab_is_eog(s.vocab, generated[n_generated - 1]);
+    printf("],\"top2_margins\":[");
+    for (int32_t i = 0; i < n_generated; ++i) {
+        printf(i ? ",%.4g" : "%.4g", margins[i]);
+    }
     printf("],\"ended_at_eog\":%s}\n", ended_at_eog ? "true" : "false");
     status = 0;
 done:
     free(prompt);
     free(generated);
+    free(margins);
     close_session(&s);
     return status;
 }

@@ -30,7 +30,8 @@ def main():
     with open(pairs_path, encoding="utf-8") as f:
         pairs = [json.loads(line) for line in f if line.strip()]
 
-    lines = ["| type | prompt | agreement | llama.cpp tokens | ember tokens | ok |", "|---|---|---|---|---|---|"]
+    lines = ["| type | prompt | agreement | llama.cpp tokens | ember tokens | llama.cpp top-2 logit gap at divergence | ok |",
+             "|---|---|---|---|---|---|---|"]
     per_type = {}
     all_ok = True
     for p in pairs:
@@ -38,13 +39,17 @@ def main():
         p["agreement"], p["ok"] = agree, ok
         all_ok &= ok
         per_type.setdefault(p["type"], []).append(agree)
+        margins = p.get("llamacpp_top2_margins", [])
+        gap = f"{margins[agree]:.3g}" if agree < min(len(p["llamacpp"]), len(p["ember"])) and agree < len(margins) else ""
         lines.append(f"| {p['type']} | {p['prompt_index']}: {p['prompt']} | {agree} | "
-                     f"{len(p['llamacpp'])} | {len(p['ember'])} | {'yes' if ok else 'NO'} |")
+                     f"{len(p['llamacpp'])} | {len(p['ember'])} | {gap} | {'yes' if ok else 'NO'} |")
 
     summary = {t: {"min": min(a), "median": statistics.median(a), "agreements": a} for t, a in per_type.items()}
     lines += ["", "| type | min agreement | median agreement |", "|---|---|---|"]
     lines += [f"| {t} | {s['min']} | {s['median']} |" for t, s in summary.items()]
-    lines += ["", f"Required: at least {min_agree} leading tokens per prompt: {'PASS' if all_ok else 'FAIL'}"]
+    lines += ["", f"Required: at least {min_agree} leading tokens per prompt: {'PASS' if all_ok else 'FAIL'}",
+              "A top-2 gap close to 0 where the engines part (small next to the other gaps in pairs.jsonl)",
+              "means a near-tie broken by rounding; a large one means the engines computed different logits."]
 
     with open(out_json, "w", encoding="utf-8") as f:
         json.dump({"min_agree": min_agree, "pass": all_ok, "summary": summary, "pairs": pairs}, f, indent=2)

@@ -9,9 +9,9 @@ namespace ember::gguf {
 ByteCursor::ByteCursor(const io::ReadOnlyFile& file, uint64_t start, size_t buffer_bytes)
     : file_(file), position_(std::min(start, file.size())), buffer_(std::max<size_t>(buffer_bytes, 64)) {}
 
-void ByteCursor::read(void* dst, uint64_t n, const std::string& what) {
+void ByteCursor::read(void* dst, uint64_t n, const FieldName& what) {
   if (n > remaining()) {
-    throw GgufError("unexpected end of file reading " + what + " at offset " + std::to_string(position_) +
+    throw GgufError("unexpected end of file reading " + what.str() + " at offset " + std::to_string(position_) +
                     ": needs " + std::to_string(n) + " bytes, " + std::to_string(remaining()) + " left");
   }
   auto* out = static_cast<uint8_t*>(dst);

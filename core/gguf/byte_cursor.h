@@ -5,11 +5,45 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "io/file.h"
 
 namespace ember::gguf {
+
+// Names the field being read, for error messages ("metadata key 'x'[12] length"). It only points at
+// its parts and builds the text when an error needs it: array elements are read by the hundred
+// thousand, and formatting a name for each would cost more than reading them. Callers pass
+// temporaries that outlive the call, never store one.
+class FieldName {
+ public:
+  FieldName(const std::string& base) : base_(base) {}  // implicit on purpose
+  FieldName(const char* base) : base_(base) {}         // implicit on purpose
+  FieldName(const std::string& base, uint64_t index) : base_(base), index_(index), indexed_(true) {}
+
+  FieldName with_suffix(const char* suffix) const {
+    FieldName f = *this;
+    f.suffix_ = suffix;
+    return f;
+  }
+  std::string str() const {
+    std::string text(base_);
+    if (indexed_) {
+      text += '[';
+      text += std::to_string(index_);
+      text += ']';
+    }
+    text += suffix_;
+    return text;
+  }
+
+ private:
+  std::string_view base_;
+  uint64_t index_ = 0;
+  bool indexed_ = false;
+  const char* suffix_ = "";
+};
 
 class ByteCursor {
  public:
@@ -19,10 +53,10 @@ class ByteCursor {
   uint64_t remaining() const { return file_.size() - position_; }
 
   // Copies n bytes and advances; `what` names the field for the error when fewer than n are left.
-  void read(void* dst, uint64_t n, const std::string& what);
+  void read(void* dst, uint64_t n, const FieldName& what);
 
   template <typename T>
-  T read_scalar(const std::string& what) {
+  T read_scalar(const FieldName& what) {
     T value;
     read(&value, sizeof(T), what);  // GGUF is little-endian, as is every host Ember targets
     return value;

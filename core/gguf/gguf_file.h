@@ -16,6 +16,9 @@
 
 namespace ember::gguf {
 
+// Every accepted tensor has 1..4 dimensions, each >= 1: Ember rejects empty dimensions (which ggml
+// allows in general) because model weights are never empty, so rows() and row_bytes() never divide
+// by zero. Offsets are aligned, in file order, non-overlapping, and the data lie inside the file.
 struct TensorInfo {
   std::string name;
   uint32_t n_dims = 0;
@@ -33,7 +36,7 @@ struct ReadLimits {
   uint64_t max_array_elements = 1ull << 24;   // vocabularies are ~32k-260k
   uint64_t max_tensors = 1ull << 20;
   uint64_t max_kv = 1ull << 20;
-  uint64_t max_name_bytes = 64;               // GGML_MAX_NAME
+  uint64_t max_name_bytes = 64;               // GGML_MAX_NAME: names must be shorter (ggml adds a NUL)
   uint64_t max_alignment = 1ull << 20;
 };
 
@@ -48,6 +51,8 @@ class GgufFile {
   uint32_t version() const { return version_; }
   bool is_powerinfer() const { return magic_ == kMagicPwri; }
   uint64_t alignment() const { return alignment_; }
+  // Header end rounded up to the alignment. For a file without tensors (vocab-only) this may lie
+  // past the end of the file, since such files often omit the final padding.
   uint64_t data_offset() const { return data_offset_; }
   uint64_t file_size() const { return file_.size(); }
   const std::string& path() const { return file_.path(); }

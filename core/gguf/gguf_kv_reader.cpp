@@ -5,23 +5,23 @@
 namespace ember::gguf {
 namespace {
 
-ValueType read_type_id(ByteCursor& in, const std::string& what) {
+ValueType read_type_id(ByteCursor& in, const FieldName& what) {
   const uint64_t at = in.position();
   const uint32_t raw = in.read_scalar<uint32_t>(what);
   if (!is_known_value_type(raw)) {
-    throw GgufError(what + " is " + std::to_string(raw) + " at offset " + std::to_string(at) +
+    throw GgufError(what.str() + " is " + std::to_string(raw) + " at offset " + std::to_string(at) +
                     ", which is not a GGUF value type");
   }
   return static_cast<ValueType>(raw);
 }
 
 template <typename Narrow>
-Narrow read_as(ByteCursor& in, const std::string& what) {
+Narrow read_as(ByteCursor& in, const FieldName& what) {
   return in.read_scalar<Narrow>(what);
 }
 
 // Integers widen to 64 bits (sign-extending the signed ones), floats to double.
-uint64_t read_unsigned(ByteCursor& in, ValueType t, const std::string& what) {
+uint64_t read_unsigned(ByteCursor& in, ValueType t, const FieldName& what) {
   switch (t) {
     case ValueType::UINT8: return read_as<uint8_t>(in, what);
     case ValueType::UINT16: return read_as<uint16_t>(in, what);
@@ -30,7 +30,7 @@ uint64_t read_unsigned(ByteCursor& in, ValueType t, const std::string& what) {
   }
 }
 
-int64_t read_signed(ByteCursor& in, ValueType t, const std::string& what) {
+int64_t read_signed(ByteCursor& in, ValueType t, const FieldName& what) {
   switch (t) {
     case ValueType::INT8: return read_as<int8_t>(in, what);
     case ValueType::INT16: return read_as<int16_t>(in, what);
@@ -39,7 +39,7 @@ int64_t read_signed(ByteCursor& in, ValueType t, const std::string& what) {
   }
 }
 
-double read_floating(ByteCursor& in, ValueType t, const std::string& what) {
+double read_floating(ByteCursor& in, ValueType t, const FieldName& what) {
   if (t == ValueType::FLOAT32) return read_as<float>(in, what);
   return read_as<double>(in, what);
 }
@@ -79,7 +79,7 @@ Value read_array(ByteCursor& in, const Encoding& enc, const ReadLimits& limits, 
   }
 
   const ValueType t = v.array_type;
-  auto element = [&](uint64_t i) { return where + "[" + std::to_string(i) + "]"; };
+  auto element = [&](uint64_t i) { return FieldName(where, i); };
   if (t == ValueType::STRING) {
     v.data = read_elements<std::string>(
         count, [&](uint64_t i) { return read_string(in, enc, limits.max_string_bytes, element(i)); });
@@ -99,20 +99,20 @@ Value read_array(ByteCursor& in, const Encoding& enc, const ReadLimits& limits, 
 
 }  // namespace
 
-uint64_t read_count(ByteCursor& in, const Encoding& enc, const std::string& what) {
+uint64_t read_count(ByteCursor& in, const Encoding& enc, const FieldName& what) {
   if (enc.narrow_counts) return in.read_scalar<uint32_t>(what);
   return in.read_scalar<uint64_t>(what);
 }
 
-std::string read_string(ByteCursor& in, const Encoding& enc, uint64_t max_bytes, const std::string& what) {
+std::string read_string(ByteCursor& in, const Encoding& enc, uint64_t max_bytes, const FieldName& what) {
   const uint64_t at = in.position();
-  const uint64_t length = read_count(in, enc, what + " length");
+  const uint64_t length = read_count(in, enc, what.with_suffix(" length"));
   if (length > in.remaining()) {
-    throw GgufError(what + ": string length " + std::to_string(length) + " at offset " + std::to_string(at) +
+    throw GgufError(what.str() + ": string length " + std::to_string(length) + " at offset " + std::to_string(at) +
                     " exceeds the " + std::to_string(in.remaining()) + " bytes left in the file");
   }
   if (length > max_bytes) {
-    throw GgufError(what + ": string length " + std::to_string(length) + " exceeds the limit of " +
+    throw GgufError(what.str() + ": string length " + std::to_string(length) + " exceeds the limit of " +
                     std::to_string(max_bytes) + " bytes");
   }
   std::string s(static_cast<size_t>(length), '\0');

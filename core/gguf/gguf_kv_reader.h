@@ -16,10 +16,10 @@ struct Encoding {
 };
 
 // Reads a count or length field (u32 in v1, u64 otherwise).
-uint64_t read_count(ByteCursor& in, const Encoding& enc, const std::string& what);
+uint64_t read_count(ByteCursor& in, const Encoding& enc, const FieldName& what);
 
 // Reads a length-prefixed string of at most max_bytes; `what` names it for errors.
-std::string read_string(ByteCursor& in, const Encoding& enc, uint64_t max_bytes, const std::string& what);
+std::string read_string(ByteCursor& in, const Encoding& enc, uint64_t max_bytes, const FieldName& what);
 
 // Reads the value of metadata `key`, whose raw type id comes next in the cursor.
 Value read_value(ByteCursor& in, const Encoding& enc, const ReadLimits& limits, const std::string& key);

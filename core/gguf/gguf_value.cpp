@@ -6,7 +6,14 @@
 namespace ember::gguf {
 namespace {
 
-std::string quoted(std::string_view key) { return "'" + std::string(key) + "'"; }
+std::string quoted(std::string_view key) {
+  std::string text;  // appended piecewise: g++ 12 warns falsely (-Wrestrict) on "literal" + string
+  text.reserve(key.size() + 2);
+  text += '\'';
+  text += key;
+  text += '\'';
+  return text;
+}
 
 std::string type_text(const Value& v) {
   std::string t(value_type_name(v.type));

@@ -1,13 +1,59 @@
 #include "core/kernels/cpu_features.h"
 
+#include <cstdint>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
 namespace ember {
+namespace {
+
+#if defined(__x86_64__) || defined(__i386__)
+struct X86Features {
+  bool avx2_fma_f16c = false;
+  bool avx_vnni = false;
+};
+
+// Read with CPUID directly: __builtin_cpu_supports does not know "f16c" or "avxvnni" on every
+// compiler Ember builds with.
+X86Features detect() {
+  X86Features f;
+  unsigned eax, ebx, ecx, edx;
+  if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return f;
+  const bool fma = ecx & (1u << 12), osxsave = ecx & (1u << 27), avx = ecx & (1u << 28), f16c = ecx & (1u << 29);
+  if (!(fma && osxsave && avx && f16c)) return f;
+  // The OS must save the XMM and YMM registers on context switches (XCR0 bits 1 and 2).
+  uint32_t xcr0_lo, xcr0_hi;
+  __asm__ volatile("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
+  if ((xcr0_lo & 0x6) != 0x6) return f;
+  if (__get_cpuid_max(0, nullptr) < 7) return f;
+  __cpuid_count(7, 0, eax, ebx, ecx, edx);
+  f.avx2_fma_f16c = ebx & (1u << 5);
+  __cpuid_count(7, 1, eax, ebx, ecx, edx);
+  f.avx_vnni = f.avx2_fma_f16c && (eax & (1u << 4));
+  return f;
+}
+
+const X86Features& features() {
+  static const X86Features f = detect();
+  return f;
+}
+#endif
+
+}  // namespace
 
 bool cpu_has_avx2_fma_f16c() {
 #if defined(__x86_64__) || defined(__i386__)
-  // __builtin_cpu_supports also checks that the OS saves the YMM state (XGETBV).
-  static const bool supported = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                                __builtin_cpu_supports("f16c");
-  return supported;
+  return features().avx2_fma_f16c;
+#else
+  return false;
+#endif
+}
+
+bool cpu_has_avx_vnni() {
+#if defined(__x86_64__) || defined(__i386__)
+  return features().avx_vnni;
 #else
   return false;
 #endif

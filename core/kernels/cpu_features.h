@@ -6,4 +6,7 @@ namespace ember {
 // True when the CPU (and OS) support AVX2, FMA and F16C: the x86/ kernels need all three.
 bool cpu_has_avx2_fma_f16c();
 
+// True when, in addition, the CPU has AVX-VNNI (256-bit vpdpbusd): the *_vnni kernels need it.
+bool cpu_has_avx_vnni();
+
 }  // namespace ember

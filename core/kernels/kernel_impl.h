@@ -59,11 +59,41 @@ float vec_dot_q6_K_q8_K(int64_t n, const void* row, const void* act);
 
 void gemm_tile_q4_0_q8_0(int64_t n, const void* rows, size_t row_stride, int n_rows, const void* acts,
                          size_t act_stride, int n_tokens, float* out, size_t out_stride);
-// Same tile with AVX-VNNI; only when cpu_has_avxvnni().
+void gemm_tile_q8_0_q8_0(int64_t n, const void* rows, size_t row_stride, int n_rows, const void* acts,
+                         size_t act_stride, int n_tokens, float* out, size_t out_stride);
+// AVX-VNNI variants; only when cpu_has_avx_vnni() (cpu_features.h).
 void gemm_tile_q4_0_q8_0_vnni(int64_t n, const void* rows, size_t row_stride, int n_rows, const void* acts,
                               size_t act_stride, int n_tokens, float* out, size_t out_stride);
-bool cpu_has_avxvnni();
+void gemm_tile_q8_0_q8_0_vnni(int64_t n, const void* rows, size_t row_stride, int n_rows, const void* acts,
+                              size_t act_stride, int n_tokens, float* out, size_t out_stride);
+// Decode rows: out[i] = dot(row i, act) for i < n_rows.
+void gemv_q4_0_q8_0_vnni(int64_t n, const void* rows, size_t row_stride, int n_rows, const void* act, float* out);
+void gemv_q8_0_q8_0_vnni(int64_t n, const void* rows, size_t row_stride, int n_rows, const void* act, float* out);
+
+// Q4_0 prefill on repacked 8-row panels (x86/prefill_panel_avxvnni.cpp has the layout).
+// repack: nb blocks of 8 rows (row_stride apart) into panel (nb * 144 bytes).
+void repack_q4_0_panel8(int64_t nb, const void* rows, size_t row_stride, void* panel);
+// out[b] = -bias * (sum of the quants of Q8_0 block b): the start value that undoes a weight offset.
+void q8_0_bias_sums(int64_t nb, const void* act, int32_t bias, int32_t* out);
+// y[t * y_stride + r] = dot(panel row r, token t) for r < 8, t < n_tokens (1..4); the _vnni one
+// needs AVX-VNNI.
+void panel_gemm_q4_0_vnni(int64_t nb, const void* panel, const void* acts, size_t act_stride, const int32_t* bias_sums,
+                          size_t sums_stride, int n_tokens, float* y, size_t y_stride);
+void panel_gemm_q4_0_avx2(int64_t nb, const void* panel, const void* acts, size_t act_stride, const int32_t* bias_sums,
+                          size_t sums_stride, int n_tokens, float* y, size_t y_stride);
 }  // namespace avx2
+
+// Several weight rows against one converted activation row: out[i] = dot(row i, act).
+using GemvRowsFn = void (*)(int64_t n, const void* rows, size_t row_stride, int n_rows, const void* act, float* out);
+
+// The multi-row decode kernel of the active set for a weight type, or nullptr (then matmul calls
+// vec_dot per row).
+GemvRowsFn gemv_rows_kernel(uint32_t type_id);
+
+using PanelGemmFn = void (*)(int64_t nb, const void* panel, const void* acts, size_t act_stride,
+                            const int32_t* bias_sums, size_t sums_stride, int n_tokens, float* y, size_t y_stride);
+// The Q4_0 panel kernel of the active set, or nullptr when matmul should not use panels.
+PanelGemmFn q4_0_panel_kernel();
 
 // The register-tile kernel of the active set for a weight type, or nullptr (then matmul falls
 // back to one vec_dot per (row, token)).

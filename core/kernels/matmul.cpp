@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/kernels/kernel_impl.h"
+#include "core/kernels/quant_blocks.h"
 #include "core/kernels/type_traits.h"
 
 namespace ember {
@@ -48,11 +49,140 @@ void MatmulScratch::reserve(int64_t max_tokens, int64_t max_cols) {
   const uint64_t bytes = static_cast<uint64_t>(std::max<int64_t>(max_tokens, 1)) *
                          static_cast<uint64_t>(2 * std::max<int64_t>(max_cols, 1) + 64);
   if (buffer_.size() < bytes) buffer_.resize(bytes);
+  const uint64_t sums = static_cast<uint64_t>(std::max<int64_t>(max_tokens, 1)) *
+                        static_cast<uint64_t>(std::max<int64_t>(max_cols, 1) / kQK8_0 + 1);
+  if (sums_.size() < sums) sums_.resize(sums);
 }
 
 void* MatmulScratch::act_buffer(uint64_t bytes) {
   if (buffer_.size() < bytes) buffer_.resize(bytes);
   return buffer_.data();
+}
+
+void* MatmulScratch::panel_buffer(uint64_t bytes) {
+  if (panels_.size() < bytes) panels_.resize(bytes);
+  return panels_.data();
+}
+
+int32_t* MatmulScratch::sums_buffer(uint64_t count) {
+  if (sums_.size() < count) sums_.resize(count);
+  return sums_.data();
+}
+
+namespace {
+
+#ifdef EMBER_HAVE_X86_SIMD
+// Q4_0 prefill on repacked 8-row panels. Each task repacks its 16 rows once into the
+// thread's panel area and runs them against its block of tokens; rows past the last multiple of 8
+// go through the 4x4 tile.
+void prefill_q4_0_panels(const MatrixView& w, const uint8_t* acts, uint64_t act_stride, int64_t n_tokens, float* y,
+                         int64_t y_stride, ThreadPool& pool, MatmulScratch& scratch) {
+  constexpr int kPanelRows = 8;
+  constexpr uint64_t kPanelBlockBytes = 144;
+  const int64_t nb = w.cols / kQK4_0;
+  const auto* weights = static_cast<const uint8_t*>(w.data);
+  int32_t* sums = scratch.sums_buffer(static_cast<uint64_t>(n_tokens * nb));
+  pool.parallel_for(n_tokens, [&](int64_t t, int) { avx2::q8_0_bias_sums(nb, acts + t * act_stride, 8, sums + t * nb); });
+  const uint64_t panel_bytes = static_cast<uint64_t>(nb) * kPanelBlockBytes;
+  const uint64_t per_thread = panel_bytes * (kRowBlock / kPanelRows);
+  const auto* repacked = static_cast<const uint8_t*>(w.repacked);
+  auto* panels =
+      repacked ? nullptr : static_cast<uint8_t*>(scratch.panel_buffer(per_thread * static_cast<uint64_t>(pool.size())));
+  const GemmTileFn tile = gemm_tile_kernel(static_cast<uint32_t>(w.type));
+  const PanelGemmFn panel_gemm = q4_0_panel_kernel();
+
+  const int64_t n_row_blocks = (w.rows + kRowBlock - 1) / kRowBlock;
+  const int64_t n_token_blocks = (n_tokens + kTokenBlock - 1) / kTokenBlock;
+  pool.parallel_for(n_row_blocks * n_token_blocks, [&](int64_t task, int thread) {
+    const int64_t row_begin = (task % n_row_blocks) * kRowBlock;
+    const int64_t row_end = std::min(w.rows, row_begin + kRowBlock);
+    const int64_t token_begin = (task / n_row_blocks) * kTokenBlock;
+    const int64_t token_end = std::min(n_tokens, token_begin + kTokenBlock);
+    const int64_t n_panels = (row_end - row_begin) / kPanelRows;
+    const uint8_t* my_panels;
+    if (repacked != nullptr) {
+      my_panels = repacked + static_cast<uint64_t>(row_begin / kPanelRows) * panel_bytes;
+    } else {
+      uint8_t* buffer = panels + per_thread * static_cast<uint64_t>(thread);
+      for (int64_t p = 0; p < n_panels; ++p) {
+        avx2::repack_q4_0_panel8(nb, weights + (row_begin + p * kPanelRows) * w.row_stride, w.row_stride,
+                                 buffer + p * panel_bytes);
+      }
+      my_panels = buffer;
+    }
+    const int64_t rest_begin = row_begin + n_panels * kPanelRows;
+    for (int64_t t = token_begin; t < token_end; t += kTile) {
+      const int n_toks = static_cast<int>(std::min<int64_t>(kTile, token_end - t));
+      for (int64_t p = 0; p < n_panels; ++p) {
+        panel_gemm(nb, my_panels + p * panel_bytes, acts + t * act_stride, act_stride, sums + t * nb,
+                   static_cast<size_t>(nb), n_toks, y + t * y_stride + row_begin + p * kPanelRows,
+                   static_cast<size_t>(y_stride));
+      }
+      for (int64_t r = rest_begin; r < row_end; r += kTile) {
+        const int n_rows = static_cast<int>(std::min<int64_t>(kTile, row_end - r));
+        float out[kTile * kTile];
+        tile(w.cols, weights + r * w.row_stride, w.row_stride, n_rows, acts + t * act_stride, act_stride, n_toks, out,
+             kTile);
+        for (int i = 0; i < n_rows; ++i) {
+          for (int j = 0; j < n_toks; ++j) y[(t + j) * y_stride + r + i] = out[i * kTile + j];
+        }
+      }
+    }
+  });
+}
+
+// Decode from the repacked copy: each chunk is a run of 8-row panels; the rows past the last
+// panel use the row kernels.
+void decode_q4_0_panels(const MatrixView& w, const uint8_t* act, float* y, ThreadPool& pool, MatmulScratch& scratch,
+                        const KernelTraits& traits) {
+  constexpr int64_t kPanelRows = 8;
+  constexpr uint64_t kPanelBlockBytes = 144;
+  const int64_t nb = w.cols / kQK4_0;
+  const uint64_t panel_bytes = static_cast<uint64_t>(nb) * kPanelBlockBytes;
+  int32_t* sums = scratch.sums_buffer(static_cast<uint64_t>(nb));
+  avx2::q8_0_bias_sums(nb, act, 8, sums);
+  const auto* repacked = static_cast<const uint8_t*>(w.repacked);
+  const auto* weights = static_cast<const uint8_t*>(w.data);
+  const int64_t n_panels = w.rows / kPanelRows;
+  const int64_t panels_per_chunk = std::clamp<int64_t>(n_panels / (pool.size() * 8), 2, 32);
+  const int64_t n_chunks = (n_panels + panels_per_chunk - 1) / panels_per_chunk + 1;  // +1: the tail rows
+  const GemvRowsFn gemv = gemv_rows_kernel(static_cast<uint32_t>(w.type));
+  const PanelGemmFn panel_gemm = q4_0_panel_kernel();
+  pool.parallel_for(n_chunks, [&](int64_t chunk, int) {
+    if (chunk == n_chunks - 1) {
+      for (int64_t r = n_panels * kPanelRows; r < w.rows; ++r) {
+        if (gemv != nullptr) {
+          gemv(w.cols, weights + r * w.row_stride, w.row_stride, 1, act, y + r);
+        } else {
+          y[r] = traits.vec_dot(w.cols, weights + r * w.row_stride, act);
+        }
+      }
+      return;
+    }
+    const int64_t end = std::min(n_panels, (chunk + 1) * panels_per_chunk);
+    for (int64_t p = chunk * panels_per_chunk; p < end; ++p) {
+      panel_gemm(nb, repacked + p * panel_bytes, act, 0, sums, 0, 1, y + p * kPanelRows, 0);
+    }
+  });
+}
+#endif
+
+}  // namespace
+
+std::vector<uint8_t> repack_for_matmul(const MatrixView& w) {
+  std::vector<uint8_t> out;
+#ifdef EMBER_HAVE_X86_SIMD
+  if (w.type != GgmlType::Q4_0 || q4_0_panel_kernel() == nullptr || w.cols % kQK4_0 != 0 || w.rows < 8) return out;
+  const int64_t nb = w.cols / kQK4_0;
+  const uint64_t panel_bytes = static_cast<uint64_t>(nb) * 144;
+  const int64_t n_panels = w.rows / 8;
+  out.resize(panel_bytes * static_cast<uint64_t>(n_panels));
+  const auto* weights = static_cast<const uint8_t*>(w.data);
+  for (int64_t p = 0; p < n_panels; ++p) {
+    avx2::repack_q4_0_panel8(nb, weights + p * 8 * w.row_stride, w.row_stride, out.data() + p * panel_bytes);
+  }
+#endif
+  return out;
 }
 
 void matmul(const MatrixView& w, const float* x, int64_t n_tokens, int64_t x_stride, float* y, int64_t y_stride,
@@ -82,19 +212,37 @@ void matmul(const MatrixView& w, const float* x, int64_t n_tokens, int64_t x_str
     acts = buffer;
   }
 
+#ifdef EMBER_HAVE_X86_SIMD
+  if (n_tokens == 1 && w.repacked != nullptr && w.type == GgmlType::Q4_0 && q4_0_panel_kernel() != nullptr) {
+    decode_q4_0_panels(w, acts, y, pool, scratch, traits);
+    return;
+  }
+#endif
+
   if (n_tokens == 1) {
     // Decode: a matrix-vector product, bound by streaming the weights. Enough chunks per thread
     // that a thread slowed by another process does not hold the others up.
     const int64_t rows_per_chunk = std::clamp<int64_t>(w.rows / (pool.size() * 8), 16, 256);
     const int64_t n_chunks = (w.rows + rows_per_chunk - 1) / rows_per_chunk;
+    const GemvRowsFn gemv = gemv_rows_kernel(static_cast<uint32_t>(w.type));
     pool.parallel_for(n_chunks, [&](int64_t chunk, int) {
-      const int64_t end = std::min(w.rows, (chunk + 1) * rows_per_chunk);
-      for (int64_t r = chunk * rows_per_chunk; r < end; ++r) {
-        y[r] = traits.vec_dot(cols, weights + r * w.row_stride, acts);
+      const int64_t begin = chunk * rows_per_chunk;
+      const int64_t end = std::min(w.rows, begin + rows_per_chunk);
+      if (gemv != nullptr) {
+        gemv(cols, weights + begin * w.row_stride, w.row_stride, static_cast<int>(end - begin), acts, y + begin);
+        return;
       }
+      for (int64_t r = begin; r < end; ++r) y[r] = traits.vec_dot(cols, weights + r * w.row_stride, acts);
     });
     return;
   }
+
+#ifdef EMBER_HAVE_X86_SIMD
+  if (w.type == GgmlType::Q4_0 && q4_0_panel_kernel() != nullptr) {
+    prefill_q4_0_panels(w, acts, act_stride, n_tokens, y, y_stride, pool, scratch);
+    return;
+  }
+#endif
 
   // Prefill: blocks of rows x tokens, each swept by register tiles.
   const GemmTileFn tile = gemm_tile_kernel(static_cast<uint32_t>(w.type));

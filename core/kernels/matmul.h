@@ -17,7 +17,16 @@ struct MatrixView {
   int64_t rows = 0;        // ggml ne[1]
   const void* data = nullptr;
   uint64_t row_stride = 0; // bytes between rows (row_bytes(type, cols) for a packed tensor)
+  // Optional: the same weights in the layout of repack_for_matmul() (kept alive by the owner).
+  // When set, matmul reads the repacked copy for the rows it covers (faster decode and prefill).
+  const void* repacked = nullptr;
 };
+
+// A copy of w's weights in the interleaved layout of the fastest kernels for this CPU (Q4_0 with
+// AVX-VNNI: panels of 8 rows, rows beyond the last multiple of 8 are not included), or an empty
+// vector when there is none. Done once at model load; point MatrixView::repacked at the result.
+// Costs as much memory as the weights it covers; the original data must stay valid too.
+std::vector<uint8_t> repack_for_matmul(const MatrixView& w);
 
 // Buffers for converted activations, sized once for the largest product the model will run so
 // that matmul never allocates in the decode loop.
@@ -25,8 +34,15 @@ class MatmulScratch {
  public:
   void reserve(int64_t max_tokens, int64_t max_cols);
   void* act_buffer(uint64_t bytes);  // grows only if reserve() was too small (never in decode)
+  // Work areas for the panel kernels: repacked weight panels per thread (prefill without a
+  // MatrixView::repacked copy) and per-block activation sums (reserve() sizes these for decode).
+  void* panel_buffer(uint64_t bytes);
+  int32_t* sums_buffer(uint64_t count);
+
  private:
   std::vector<uint8_t> buffer_;
+  std::vector<uint8_t> panels_;
+  std::vector<int32_t> sums_;
 };
 
 // PRECONDITIONS: x holds n_tokens rows of w.cols floats at x_stride floats apart; y holds

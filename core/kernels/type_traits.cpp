@@ -65,7 +65,7 @@ KernelSet choose_kernel_set() {
 bool use_vnni() {
   static const bool use = [] {
     const char* forced = std::getenv("EMBER_KERNELS");
-    return !(forced != nullptr && std::strcmp(forced, "avx2") == 0) && avx2::cpu_has_avxvnni();
+    return !(forced != nullptr && std::strcmp(forced, "avx2") == 0) && cpu_has_avx_vnni();
   }();
   return use;
 }
@@ -106,9 +106,31 @@ const KernelTraits* scalar_kernel_traits(GgmlType type) { return find(kScalarTab
 
 GemmTileFn gemm_tile_kernel(uint32_t type_id) {
 #ifdef EMBER_HAVE_X86_SIMD
-  if (active_kernel_set() == KernelSet::Avx2 && type_id == static_cast<uint32_t>(GgmlType::Q4_0)) {
-    return use_vnni() ? avx2::gemm_tile_q4_0_q8_0_vnni : avx2::gemm_tile_q4_0_q8_0;
+  if (active_kernel_set() == KernelSet::Avx2) {
+    if (type_id == static_cast<uint32_t>(GgmlType::Q4_0)) {
+      return use_vnni() ? avx2::gemm_tile_q4_0_q8_0_vnni : avx2::gemm_tile_q4_0_q8_0;
+    }
+    if (type_id == static_cast<uint32_t>(GgmlType::Q8_0)) {
+      return use_vnni() ? avx2::gemm_tile_q8_0_q8_0_vnni : avx2::gemm_tile_q8_0_q8_0;
+    }
   }
+#endif
+  return nullptr;
+}
+
+GemvRowsFn gemv_rows_kernel(uint32_t type_id) {
+#ifdef EMBER_HAVE_X86_SIMD
+  if (active_kernel_set() == KernelSet::Avx2 && use_vnni()) {
+    if (type_id == static_cast<uint32_t>(GgmlType::Q4_0)) return avx2::gemv_q4_0_q8_0_vnni;
+    if (type_id == static_cast<uint32_t>(GgmlType::Q8_0)) return avx2::gemv_q8_0_q8_0_vnni;
+  }
+#endif
+  return nullptr;
+}
+
+PanelGemmFn q4_0_panel_kernel() {
+#ifdef EMBER_HAVE_X86_SIMD
+  if (active_kernel_set() == KernelSet::Avx2) return use_vnni() ? avx2::panel_gemm_q4_0_vnni : avx2::panel_gemm_q4_0_avx2;
 #endif
   return nullptr;
 }

@@ -4,7 +4,9 @@
 // rows with an activation row already converted to `vec_dot_type` (the same pairing ggml uses, so
 // results match llama.cpp: Q4_0/Q8_0 dot Q8_0, Q4_K/Q6_K dot Q8_K, F16 dot F16, BF16 dot BF16,
 // F32 dot F32). The table is chosen once at run time: AVX2/FMA/F16C kernels when the CPU has them,
-// the scalar reference kernels otherwise (or when EMBER_KERNELS=scalar is set).
+// the scalar reference kernels otherwise (or when EMBER_KERNELS=scalar is set). On CPUs with
+// AVX-VNNI, matmul() also uses VNNI variants of the Q4_0/Q8_0 decode and prefill kernels;
+// EMBER_KERNELS=avx2 turns those off (for comparisons). The variable is read once.
 #include <cstdint>
 
 #include "core/tensor/ggml_type.h"

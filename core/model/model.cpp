@@ -4,11 +4,11 @@
 
 namespace ember {
 
-Model::Model(gguf::GgufFile file, ModelConfig config, Tokenizer tokenizer, WeightLoad load)
+Model::Model(gguf::GgufFile file, ModelConfig config, Tokenizer tokenizer, const ModelLoadOptions& options)
     : file_(std::move(file)),
       config_(std::move(config)),
       tokenizer_(std::move(tokenizer)),
-      weights_(file_, config_, load) {}
+      weights_(file_, config_, options.load, options.repack) {}
 
 std::unique_ptr<Model> Model::load(const std::string& path, const ModelLoadOptions& options) {
   gguf::GgufFile file = gguf::GgufFile::open(path);
@@ -16,7 +16,7 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelLoadOptio
   Tokenizer tokenizer = Tokenizer::from_gguf(file.metadata());
   config.n_vocab = tokenizer.n_vocab();
   // The tensors must agree with the vocabulary; ModelWeights checks token_embd/output shapes.
-  return std::unique_ptr<Model>(new Model(std::move(file), std::move(config), std::move(tokenizer), options.load));
+  return std::unique_ptr<Model>(new Model(std::move(file), std::move(config), std::move(tokenizer), options));
 }
 
 }  // namespace ember

@@ -13,6 +13,7 @@ namespace ember {
 
 struct ModelLoadOptions {
   WeightLoad load = WeightLoad::Mmap;
+  bool repack = true;  // interleaved copies of Q4_0 matrices for faster matmuls (extra memory)
 };
 
 class Model {
@@ -26,7 +27,7 @@ class Model {
   const gguf::GgufFile& file() const { return file_; }
 
  private:
-  Model(gguf::GgufFile file, ModelConfig config, Tokenizer tokenizer, WeightLoad load);
+  Model(gguf::GgufFile file, ModelConfig config, Tokenizer tokenizer, const ModelLoadOptions& options);
   gguf::GgufFile file_;
   ModelConfig config_;
   Tokenizer tokenizer_;

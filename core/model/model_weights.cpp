@@ -32,7 +32,8 @@ void check_shape(const gguf::TensorInfo& t, int64_t ne0, int64_t ne1) {
 
 }  // namespace
 
-ModelWeights::ModelWeights(const gguf::GgufFile& file, const ModelConfig& c, WeightLoad load) : load_(load) {
+ModelWeights::ModelWeights(const gguf::GgufFile& file, const ModelConfig& c, WeightLoad load, bool repack)
+    : load_(load), repack_(repack) {
   token_embd = bind_matrix(file, "token_embd.weight", c.n_embd, c.n_vocab);
   output_norm = bind_vector(file, "output_norm.weight", c.n_embd);
   output = file.find_tensor("output.weight") ? bind_matrix(file, "output.weight", c.n_embd, c.n_vocab) : token_embd;
@@ -76,6 +77,14 @@ MatrixView ModelWeights::bind_matrix(const gguf::GgufFile& file, const std::stri
   m.rows = ne1;
   m.row_stride = row_bytes(t.type, static_cast<uint64_t>(ne0));
   m.data = data_of(file, t);
+  if (repack_) {
+    std::vector<uint8_t> copy = repack_for_matmul(m);
+    if (!copy.empty()) {
+      repacked_bytes_ += copy.size();
+      repacked_.push_back(std::move(copy));
+      m.repacked = repacked_.back().data();  // vector's heap buffer does not move with the vector
+    }
+  }
   return m;
 }
 

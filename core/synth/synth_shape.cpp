@@ -1,5 +1,7 @@
 #include "core/synth/synth_shape.h"
 
+#include <cmath>
+
 #include <stdexcept>
 
 namespace ember::synth {
@@ -43,21 +45,31 @@ std::vector<TensorSpec> model_tensors(const ModelShape& s) {
   const auto dim = static_cast<uint64_t>(s.dim), kv = static_cast<uint64_t>(s.kv_dim()),
              ffn = static_cast<uint64_t>(s.ffn_dim), vocab = static_cast<uint64_t>(s.n_vocab);
   std::vector<TensorSpec> t;
-  t.push_back({"token_embd.weight", TensorRole::Embedding, -1, {dim, vocab}});
+  const float residual_scale = 1.0f / std::sqrt(2.0f * static_cast<float>(s.n_layers));
+  auto add = [&t, residual_scale](std::string name, TensorRole role, int32_t layer, std::vector<uint64_t> ne) {
+    TensorSpec spec;
+    if (role == TensorRole::AttnOut || role == TensorRole::FfnDown) spec.std_scale = residual_scale;
+    spec.name = std::move(name);
+    spec.role = role;
+    spec.layer = layer;
+    spec.ne = std::move(ne);
+    t.push_back(std::move(spec));
+  };
+  add("token_embd.weight", TensorRole::Embedding, -1, {dim, vocab});
   for (int32_t l = 0; l < s.n_layers; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
-    t.push_back({p + "attn_norm.weight", TensorRole::Norm, l, {dim}});
-    t.push_back({p + "attn_q.weight", TensorRole::AttnQ, l, {dim, dim}});
-    t.push_back({p + "attn_k.weight", TensorRole::AttnK, l, {dim, kv}});
-    t.push_back({p + "attn_v.weight", TensorRole::AttnV, l, {dim, kv}});
-    t.push_back({p + "attn_output.weight", TensorRole::AttnOut, l, {dim, dim}});
-    t.push_back({p + "ffn_norm.weight", TensorRole::Norm, l, {dim}});
-    t.push_back({p + "ffn_gate.weight", TensorRole::FfnGate, l, {dim, ffn}});
-    t.push_back({p + "ffn_up.weight", TensorRole::FfnUp, l, {dim, ffn}});
-    t.push_back({p + "ffn_down.weight", TensorRole::FfnDown, l, {ffn, dim}});
+    add(p + "attn_norm.weight", TensorRole::Norm, l, {dim});
+    add(p + "attn_q.weight", TensorRole::AttnQ, l, {dim, dim});
+    add(p + "attn_k.weight", TensorRole::AttnK, l, {dim, kv});
+    add(p + "attn_v.weight", TensorRole::AttnV, l, {dim, kv});
+    add(p + "attn_output.weight", TensorRole::AttnOut, l, {dim, dim});
+    add(p + "ffn_norm.weight", TensorRole::Norm, l, {dim});
+    add(p + "ffn_gate.weight", TensorRole::FfnGate, l, {dim, ffn});
+    add(p + "ffn_up.weight", TensorRole::FfnUp, l, {dim, ffn});
+    add(p + "ffn_down.weight", TensorRole::FfnDown, l, {ffn, dim});
   }
-  t.push_back({"output_norm.weight", TensorRole::Norm, -1, {dim}});
-  t.push_back({"output.weight", TensorRole::Output, -1, {dim, vocab}});
+  add("output_norm.weight", TensorRole::Norm, -1, {dim});
+  add("output.weight", TensorRole::Output, -1, {dim, vocab});
   return t;
 }
 

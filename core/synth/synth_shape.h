@@ -33,9 +33,17 @@ enum class TensorRole { Embedding, Norm, AttnQ, AttnK, AttnV, AttnOut, FfnGate, 
 
 struct TensorSpec {
   std::string name;
-  TensorRole role;
-  int32_t layer;                // -1 outside the blocks
+  TensorRole role = TensorRole::Norm;
+  int32_t layer = -1;           // -1 outside the blocks
   std::vector<uint64_t> ne;     // ggml order: ne[0] is the row length
+  // Rows drawn at a tenth of the scale: the output rows of byte, control and unknown tokens, so
+  // that generated text is made of word pieces (and runs to its length limit instead of stopping).
+  std::vector<uint8_t> quiet_rows;
+  // Multiplies the role's standard deviation. The projections that write into the residual stream
+  // (attn_output, ffn_down) get 1/sqrt(2 n_layers), as in GPT-2's initialisation: with full-size
+  // branches every layer amplifies tiny rounding differences, and two correct engines (or even
+  // llama.cpp's own repacked and plain kernels) would disagree on the greedy token after a few layers.
+  float std_scale = 1.0f;
   bool is_matrix() const { return role != TensorRole::Norm; }
   uint64_t n_elements() const;
 };

@@ -78,6 +78,19 @@ void copy_tokenizer(gguf::GgufWriter& w, const gguf::GgufFile& source) {
     if (key.rfind("tokenizer.", 0) == 0) w.add_value(key, value);
 }
 
+std::vector<int32_t> token_types_of(const gguf::GgufFile& source) {
+  const auto types = source.metadata().get_int_array("tokenizer.ggml.token_type");
+  return types ? std::vector<int32_t>(types->begin(), types->end()) : std::vector<int32_t>{};
+}
+
+std::vector<uint8_t> quiet_output_rows(const std::vector<int32_t>& token_types) {
+  std::vector<uint8_t> quiet(token_types.size(), 0);
+  for (size_t i = 0; i < token_types.size(); ++i)
+    quiet[i] = token_types[i] != static_cast<int32_t>(TokenType::Normal) &&
+               token_types[i] != static_cast<int32_t>(TokenType::UserDefined);
+  return quiet;
+}
+
 // Generates and quantizes one tensor in slices spread over the threads, writing slices in order.
 class TensorStreamer {
  public:
@@ -161,11 +174,13 @@ SynthResult write_synth_model(const SynthOptions& options, const SynthProgress& 
   else
     add_builtin_tokenizer(writer, builtin);
 
-  const auto tensors = model_tensors(shape);
+  auto tensors = model_tensors(shape);
+  tensors.back().quiet_rows = quiet_output_rows(source ? token_types_of(*source) : builtin.types);
   for (const auto& t : tensors) writer.add_tensor(t.name, t.is_matrix() ? options.type : GgmlType::F32, t.ne);
   writer.begin(options.output_path);
-  const int threads = options.threads > 0 ? options.threads
-                                          : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  constexpr int kMaxThreads = 256;  // each one holds ~12 MiB of slice buffers
+  const int threads = std::min(kMaxThreads, options.threads > 0 ? options.threads
+                                                                : std::max(1, static_cast<int>(std::thread::hardware_concurrency())));
   TensorStreamer streamer(threads, options.seed);
   for (size_t i = 0; i < tensors.size(); ++i) {
     streamer.write(writer, tensors[i], tensors[i].is_matrix() ? options.type : GgmlType::F32);

@@ -32,7 +32,7 @@ Tokenizer Tokenizer::from_gguf(const gguf::Metadata& md) { return from_vocab(loa
 
 Tokenizer Tokenizer::from_vocab(Vocab vocab) {
   if (vocab.tokens.empty()) throw TokenizerError("vocabulary is empty");
-  if (vocab.token_to_id.size() == 0 || vocab.pieces.size() != vocab.tokens.size()) vocab.index();
+  if (vocab.text_index.empty()) vocab.index();
   std::shared_ptr<const PreTokenizer> pre;
   if (vocab.model == VocabModel::BytePairEncoding) pre = PreTokenizer::for_name(vocab.pre);
   return Tokenizer(std::make_shared<const Vocab>(std::move(vocab)), std::move(pre));
@@ -86,21 +86,29 @@ void Tokenizer::encode_raw(std::string_view text, bool after_special, std::vecto
   }
 }
 
-std::string Tokenizer::token_to_piece(int32_t id, bool render_special) const {
+void Tokenizer::check_id(int32_t id) const {
   if (id < 0 || id >= vocab_->size()) {
     throw TokenizerError("token id " + std::to_string(id) + " is outside the vocabulary of " +
                          std::to_string(vocab_->size()) + " tokens");
   }
+}
+
+std::string Tokenizer::token_to_piece(int32_t id, bool render_special) const {
+  check_id(id);
   if (render_special && vocab_->type(id) == TokenType::Control) return vocab_->tokens[id];
-  return vocab_->pieces[id];
+  return vocab_->piece(id);
 }
 
 std::string Tokenizer::decode(std::span<const int32_t> ids, bool render_special) const {
   std::string out;
   for (size_t i = 0; i < ids.size(); ++i) {
-    const std::string piece = token_to_piece(ids[i], render_special);
-    const bool strip = i == 0 && strips_first_space() && !piece.empty() && piece[0] == ' ';
-    out.append(piece, strip ? 1 : 0);
+    check_id(ids[i]);
+    if (render_special && vocab_->type(ids[i]) == TokenType::Control) {
+      out += vocab_->tokens[ids[i]];
+    } else {
+      vocab_->append_piece(out, ids[i]);
+    }
+    if (i == 0 && strips_first_space() && !out.empty() && out[0] == ' ') out.erase(0, 1);
   }
   return out;
 }

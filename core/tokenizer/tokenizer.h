@@ -23,6 +23,8 @@ class TokenizerError : public std::runtime_error {
 struct Vocab;
 class PreTokenizer;
 
+// Immutable once built: copies are cheap (they share the vocabulary) and every member function may
+// be called from several threads at once.
 class Tokenizer {
  public:
   // Reads tokenizer.ggml.*; throws TokenizerError naming the key on missing or malformed input.
@@ -44,8 +46,9 @@ class Tokenizer {
   // leading space is dropped (as llama.cpp's detokenize does).
   std::string decode(std::span<const int32_t> ids, bool render_special = false) const;
 
-  int32_t bos_id() const;  // -1 when absent
-  int32_t eos_id() const;  // -1 when absent
+  // -1 when absent. SentencePiece vocabularies without the keys get llama.cpp's defaults (1, 2).
+  int32_t bos_id() const;
+  int32_t eos_id() const;
   bool add_bos_by_default() const;
   bool add_eos_by_default() const;
   bool is_end_of_generation(int32_t id) const;  // eos, eot, eom
@@ -59,6 +62,7 @@ class Tokenizer {
  private:
   Tokenizer(std::shared_ptr<const Vocab> vocab, std::shared_ptr<const PreTokenizer> pre);
   void encode_raw(std::string_view text, bool after_special, std::vector<int32_t>& out) const;
+  void check_id(int32_t id) const;
 
   std::shared_ptr<const Vocab> vocab_;       // immutable once built, so copies share it
   std::shared_ptr<const PreTokenizer> pre_;  // null for SentencePiece vocabularies
@@ -69,6 +73,7 @@ class Tokenizer {
 // For ids whose decode() is valid UTF-8, the concatenation of push()es and flush() equals decode().
 class IncrementalDetokenizer {
  public:
+  // `tok` must outlive the detokenizer.
   explicit IncrementalDetokenizer(const Tokenizer& tok, bool render_special = false);
   std::string push(int32_t id);  // the newly complete text (may be empty)
   std::string flush();           // what is held back, invalid bytes as U+FFFD; then resets

@@ -12,9 +12,7 @@ namespace {
 constexpr std::string_view kSpmSpace = "\xE2\x96\x81";       // "▁"
 constexpr std::string_view kSpmUnknownPiece = "\xE2\x96\x85";  // "▅", what llama.cpp shows for unk
 
-std::string spm_unescape(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
+void append_spm_unescaped(std::string& out, std::string_view text) {
   for (size_t pos = 0; pos < text.size();) {
     if (text.substr(pos, kSpmSpace.size()) == kSpmSpace) {
       out += ' ';
@@ -23,7 +21,6 @@ std::string spm_unescape(std::string_view text) {
       out += text[pos++];
     }
   }
-  return out;
 }
 
 int hex_digit(char c) {
@@ -40,37 +37,33 @@ int parse_byte_token(std::string_view text) {
   return hi < 0 || lo < 0 ? -1 : hi * 16 + lo;
 }
 
-std::string render_piece(const Vocab& v, int32_t id) {
-  const std::string& text = v.tokens[id];
-  const TokenType type = v.type(id);
-  if (type == TokenType::UserDefined) return text;
-  if (v.model == VocabModel::SentencePiece) {
-    switch (type) {
-      case TokenType::Normal: return spm_unescape(text);
-      case TokenType::Unknown: return std::string(kSpmUnknownPiece);
-      case TokenType::Byte: {
-        const int byte = parse_byte_token(text);
-        if (byte < 0) {
-          throw TokenizerError("tokenizer.ggml.tokens[" + std::to_string(id) + "] is a byte token but its text '" +
-                               text + "' is not <0xNN>");
-        }
-        return std::string(1, static_cast<char>(byte));
-      }
-      default: return {};
+}  // namespace
+
+void Vocab::append_piece(std::string& out, int32_t id) const {
+  const std::string& text = tokens[id];
+  const TokenType t = type(id);
+  if (t == TokenType::UserDefined) {
+    out += text;
+  } else if (model == VocabModel::SentencePiece) {
+    switch (t) {
+      case TokenType::Normal: append_spm_unescaped(out, text); break;
+      case TokenType::Unknown: out += kSpmUnknownPiece; break;
+      case TokenType::Byte: out += static_cast<char>(parse_byte_token(text)); break;  // checked by index_types
+      default: break;
     }
+  } else if (t == TokenType::Normal) {
+    append_unicode_as_bytes(out, text);
   }
-  if (type != TokenType::Normal) return {};
+}
+
+std::string Vocab::piece(int32_t id) const {
   std::string out;
-  append_unicode_as_bytes(out, text);
+  append_piece(out, id);
   return out;
 }
 
-}  // namespace
-
 void Vocab::index_texts() {
-  token_to_id.clear();
-  token_to_id.reserve(tokens.size());
-  for (int32_t id = 0; id < size(); ++id) token_to_id[tokens[id]] = id;
+  text_index.build(tokens);
 
   for (int b = 0; b < 256; ++b) {
     char hex[8];
@@ -85,16 +78,16 @@ void Vocab::index_types() {
   specials_longest_first.clear();
   for (int32_t id = 0; id < size(); ++id) {
     const TokenType t = type(id);
+    if (t == TokenType::Byte && model == VocabModel::SentencePiece && parse_byte_token(tokens[id]) < 0) {
+      throw TokenizerError("tokenizer.ggml.tokens[" + std::to_string(id) + "] is a byte token but its text '" +
+                           tokens[id] + "' is not <0xNN>");
+    }
     if ((t == TokenType::Control || t == TokenType::UserDefined || t == TokenType::Unknown) && !tokens[id].empty()) {
       specials_longest_first.push_back(id);
     }
   }
   std::stable_sort(specials_longest_first.begin(), specials_longest_first.end(),
                    [&](int32_t a, int32_t b) { return tokens[a].size() > tokens[b].size(); });
-
-  pieces.clear();
-  pieces.reserve(tokens.size());
-  for (int32_t id = 0; id < size(); ++id) pieces.push_back(render_piece(*this, id));
 }
 
 }  // namespace ember

@@ -56,8 +56,7 @@ void load_merges(const gguf::Metadata& md, Vocab& v) {
       throw TokenizerError(std::string(kMerges) + "[" + std::to_string(i) + "] = '" + m +
                            "' is not two parts separated by a space");
     }
-    v.merges.add(std::string_view(m).substr(0, space), std::string_view(m).substr(space + 1),
-                 static_cast<int32_t>(i));
+    v.merges.add(std::string_view(m).substr(0, space), std::string_view(m).substr(space + 1));
   }
 }
 

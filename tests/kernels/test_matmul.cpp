@@ -68,3 +68,40 @@ TEST_CASE("matmul rejects shapes that do not fit the type") {
   const MatrixView short_stride{GgmlType::Q4_0, 64, 1, w.data(), 18};
   CHECK_THROWS_AS(matmul(short_stride, x.data(), 1, 64, y.data(), 1, pool, scratch), std::invalid_argument);
 }
+
+TEST_CASE("matmul with a repack_for_matmul() copy matches matmul_reference") {
+  const int64_t cols = 32 * 19;
+  for (int64_t rows : {5, 8, 16, 37, 67}) {
+    const auto wf = random_floats(static_cast<size_t>(rows * cols), 500 + rows, 0.05f);
+    const auto w = quantize(*kernel_traits(GgmlType::Q4_0), wf);
+    MatrixView view{GgmlType::Q4_0, cols, rows, w.data(), row_bytes(GgmlType::Q4_0, cols)};
+    const std::vector<uint8_t> repacked = repack_for_matmul(view);
+    if (repacked.empty()) {
+      MESSAGE("no repacked layout on this CPU for " << rows << " rows; plain path only");
+    }
+    view.repacked = repacked.empty() ? nullptr : repacked.data();
+    for (int threads : {1, 2}) {
+      ThreadPool pool(threads);
+      MatmulScratch scratch;
+      scratch.reserve(1, cols);
+      for (int64_t tokens : {1, 3, 70}) {
+        CAPTURE(rows);
+        CAPTURE(tokens);
+        CAPTURE(threads);
+        const auto x = random_floats(static_cast<size_t>(tokens * cols), 900 + tokens);
+        std::vector<float> y(static_cast<size_t>(tokens * rows), NAN), ref(y.size(), NAN);
+        matmul(view, x.data(), tokens, cols, y.data(), rows, pool, scratch);
+        matmul_reference(view, x.data(), tokens, cols, ref.data(), rows);
+        int bad = 0;
+        for (int64_t tok = 0; tok < tokens; ++tok) {
+          for (int64_t r = 0; r < rows; ++r) {
+            double magnitude = 0;
+            for (int64_t c = 0; c < cols; ++c) magnitude += std::fabs(wf[r * cols + c] * x[tok * cols + c]);
+            if (!(std::fabs(y[tok * rows + r] - ref[tok * rows + r]) <= 1e-4 * magnitude + 1e-6)) ++bad;
+          }
+        }
+        CHECK(bad == 0);
+      }
+    }
+  }
+}

@@ -12,6 +12,7 @@
 #include "core/synth/synth_weights.h"
 #include "core/synth/synth_writer.h"
 #include "core/tokenizer/tokenizer.h"
+#include "tests/support/fixtures.h"
 
 using namespace ember;
 using namespace ember::synth;
@@ -145,5 +146,35 @@ TEST_CASE("English text tokenizes into multi-letter pieces") {
   const auto ids = tok.encode(text, false, false);
   CHECK(ids.size() < 16);  // 32 characters
   CHECK(tok.decode(ids) == text);
+  // llama.cpp's tokenization of these prompts with the tiny vocabulary (node-llama-cpp 3.21.1),
+  // which also pins the built-in vocabulary: a change to it shows up here.
+  const std::vector<std::pair<std::string, std::vector<int32_t>>> llama_cpp = {
+      {"Once upon a time there was a little girl", {496, 318, 421, 463, 261, 476, 427, 342, 261, 563, 793}},
+      {"The house on the hill", {332, 796, 298, 268, 447, 281}},
+      {"I think that people should", {333, 675, 334, 555, 838}},
+      {"Water is", {294, 338, 274, 320}},
+      {"In the morning the king went to the river", {462, 268, 273, 276, 943, 443, 268, 414, 443, 787, 292, 268, 380, 866}},
+  };
+  for (const auto& test_case : llama_cpp)  // no structured binding: clang 14 cannot capture one
+    CHECK_MESSAGE(tok.encode(test_case.first, false, false) == test_case.second, test_case.first);
   std::filesystem::remove(path);
+}
+
+TEST_CASE("--vocab-from copies another model's tokenizer and sizes the model by it") {
+  const auto source = ember::test::fixture("models/stories260K.gguf");
+  if (!source) return;
+  SynthOptions o;
+  o.preset = "tiny";
+  o.type = GgmlType::Q8_0;
+  o.vocab_from = source->string();
+  o.output_path = temp_path("vocab_from.gguf");
+  const auto result = write_synth_model(o);
+  CHECK(result.shape.n_vocab == 512);
+  const auto f = gguf::GgufFile::open(o.output_path);
+  const auto src = gguf::GgufFile::open(o.vocab_from);
+  CHECK(*f.metadata().get_string_array("tokenizer.ggml.tokens") ==
+        *src.metadata().get_string_array("tokenizer.ggml.tokens"));
+  CHECK(f.metadata().get_uint("llama.vocab_size") == 512u);
+  CHECK(f.find_tensor("output.weight")->ne[1] == 512);
+  std::filesystem::remove(o.output_path);
 }

@@ -48,7 +48,9 @@ TEST_CASE("a 32000-token vocabulary: merges closed, common words whole, no paddi
     if (v.types[static_cast<size_t>(i)] == static_cast<int32_t>(TokenType::Normal))
       score[v.tokens[static_cast<size_t>(i)]] = v.scores[static_cast<size_t>(i)];
   int checked = 0;
-  for (const auto& [piece, s] : score) {
+  for (const auto& entry : score) {  // no structured binding: clang 14 cannot capture one
+    const std::string& piece = entry.first;
+    const float s = entry.second;
     if (utf8_length(piece) < 2) continue;
     bool found = false;
     for (size_t cut = 1; cut < piece.size() && !found; ++cut) {
