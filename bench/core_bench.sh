@@ -6,6 +6,7 @@
 # usage: bench/core_bench.sh [--models 1b,mistral-7b] [--runs 3] [--threads 2]
 #                            [--prompt-tokens 512] [--gen-tokens 64] [--type Q4_0]
 #                            [--inner-runs 1] [--ember PATH] [--peer-only] [--no-repack] [--out DIR]
+#                            [--wait-idle SECONDS]
 #
 # Each engine runs R times as a fresh process, the engines alternating; every process does
 # its own untimed warm-up, then --inner-runs timed runs (median taken in-process). The table
@@ -30,8 +31,9 @@ ember="$repo/build/ember"
 peer_only=false
 peer_flags=()
 out_dir=""
+wait_idle=0
 
-usage() { sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 fail() { echo "core_bench.sh: error: $*" >&2; exit 1; }
 log() { echo "core_bench.sh: $*" >&2; }
 
@@ -48,12 +50,14 @@ while [[ $# -gt 0 ]]; do
         --peer-only) peer_only=true; shift ;;
         --no-repack) peer_flags+=(--no-repack); shift ;;
         --out) out_dir="$2"; shift 2 ;;
+        --wait-idle) wait_idle="$2"; shift 2 ;;
         -h|--help) usage ;;
         *) echo "core_bench.sh: unknown option '$1'" >&2; usage ;;
     esac
 done
 [[ "$runs" =~ ^[1-9][0-9]*$ ]] || fail "--runs must be a positive integer, got '$runs'"
 [[ "$inner_runs" =~ ^[1-9][0-9]*$ ]] || fail "--inner-runs must be a positive integer, got '$inner_runs'"
+[[ "$wait_idle" =~ ^[0-9]+$ ]] || fail "--wait-idle must be a number of seconds, got '$wait_idle'"
 [[ "$threads" =~ ^[1-9][0-9]*$ ]] || fail "--threads must be a positive integer, got '$threads'"
 command -v python3 >/dev/null || fail "python3 is needed to compute medians"
 if ! $peer_only && [[ ! -x "$ember" ]]; then
@@ -84,9 +88,30 @@ raw="$out_dir/runs.jsonl"
 } > "$out_dir/machine.txt"
 log "machine: $(tr '\n' ' ' < "$out_dir/machine.txt")"
 
+# With --wait-idle, waits up to that many seconds for 15 s of quiet (1-minute load average
+# under 1, at most one other runnable task) before a run: both engines' thread pools slow down
+# badly when other processes share the cores, llama.cpp's spinning barriers most of all.
+wait_for_idle() {
+    local waited=0 quiet=0 load runnable
+    while (( waited < wait_idle )); do
+        read -r load _ _ runnable _ < /proc/loadavg
+        if (( ${runnable%/*} <= 2 )) && awk -v l="$load" 'BEGIN { exit !(l < 1.0) }'; then
+            quiet=$((quiet + 1))
+            (( quiet >= 3 )) && return 0
+        else
+            quiet=0
+        fi
+        sleep 5
+        waited=$((waited + 5))
+    done
+    (( wait_idle == 0 )) || log "machine not idle after ${wait_idle}s (load $(cut -d' ' -f1-4 /proc/loadavg)); running anyway"
+}
+
 # Runs one engine once and appends its JSON line, tagged with the run's role, to $raw.
 run_engine() {
-    local engine="$1" model_name="$2" file="$3" role="$4" line
+    local engine="$1" model_name="$2" file="$3" role="$4" line load_before
+    wait_for_idle
+    load_before="$(cut -d' ' -f1-4 /proc/loadavg)"
     if [[ "$engine" == ember ]]; then
         line="$("$ember" bench -m "$file" --threads "$threads" --prompt-tokens "$prompt_tokens" \
                 --gen-tokens "$gen_tokens" --runs "$inner_runs" --json | grep '^{' | tail -n1)" ||
@@ -97,8 +122,12 @@ run_engine() {
     fi
     [[ -n "$line" ]] || fail "$engine printed no JSON line for $file"
     log "$model_name $engine $role: $line"
-    python3 -c 'import json,sys; r=json.loads(sys.argv[1]); r["preset"]=sys.argv[2]; r["role"]=sys.argv[3]; print(json.dumps(r))' \
-        "$line" "$model_name" "$role" >> "$raw"
+    python3 -c '
+import json, sys
+run = json.loads(sys.argv[1])
+run.update(preset=sys.argv[2], role=sys.argv[3], loadavg_before=sys.argv[4], loadavg_after=sys.argv[5])
+print(json.dumps(run))' \
+        "$line" "$model_name" "$role" "$load_before" "$(cut -d' ' -f1-4 /proc/loadavg)" >> "$raw"
 }
 
 engines=(llama.cpp)

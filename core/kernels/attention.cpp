@@ -5,17 +5,17 @@
 namespace ember {
 
 #if defined(EMBER_HAVE_X86_SIMD)
-void attention_head_f16_avx2(const AttentionHeadArgs& a);
+void attention_group_f16_avx2(const AttentionGroupArgs& a);
 #endif
 
-void attention_head_f16(const AttentionHeadArgs& a) {
+void attention_group_f16(const AttentionGroupArgs& a) {
 #if defined(EMBER_HAVE_X86_SIMD)
-  if (active_kernel_set() == KernelSet::Avx2) {
-    attention_head_f16_avx2(a);
+  if (active_kernel_set() != KernelSet::Scalar) {
+    attention_group_f16_avx2(a);
     return;
   }
 #endif
-  attention_head_f16_reference(a);
+  attention_group_f16_reference(a);
 }
 
 }  // namespace ember

@@ -13,6 +13,7 @@ namespace {
 struct X86Features {
   bool avx2_fma_f16c = false;
   bool avx_vnni = false;
+  bool avx512_vnni = false;
 };
 
 // Read with CPUID directly: __builtin_cpu_supports does not know "f16c" or "avxvnni" on every
@@ -30,6 +31,11 @@ X86Features detect() {
   if (__get_cpuid_max(0, nullptr) < 7) return f;
   __cpuid_count(7, 0, eax, ebx, ecx, edx);
   f.avx2_fma_f16c = ebx & (1u << 5);
+  // AVX-512: F (ebx 16), DQ (17), BW (30), VL (31), VNNI (ecx 11); the OS must also save the
+  // opmask and both ZMM halves (XCR0 bits 5, 6, 7).
+  const uint32_t avx512_ebx = (1u << 16) | (1u << 17) | (1u << 30) | (1u << 31);
+  f.avx512_vnni = f.avx2_fma_f16c && (ebx & avx512_ebx) == avx512_ebx && (ecx & (1u << 11)) &&
+                  (xcr0_lo & 0xE0) == 0xE0;
   __cpuid_count(7, 1, eax, ebx, ecx, edx);
   f.avx_vnni = f.avx2_fma_f16c && (eax & (1u << 4));
   return f;
@@ -54,6 +60,14 @@ bool cpu_has_avx2_fma_f16c() {
 bool cpu_has_avx_vnni() {
 #if defined(__x86_64__) || defined(__i386__)
   return features().avx_vnni;
+#else
+  return false;
+#endif
+}
+
+bool cpu_has_avx512_vnni() {
+#if defined(__x86_64__) || defined(__i386__)
+  return features().avx512_vnni;
 #else
   return false;
 #endif

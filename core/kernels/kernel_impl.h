@@ -83,6 +83,17 @@ void panel_gemm_q4_0_avx2(int64_t nb, const void* panel, const void* acts, size_
                           size_t sums_stride, int n_tokens, float* y, size_t y_stride);
 }  // namespace avx2
 
+// AVX-512 kernels (x86_avx512/, built when EMBER_HAVE_X86_AVX512 is defined); only when
+// cpu_has_avx512_vnni() (cpu_features.h).
+namespace avx512 {
+// Q4_0 on repacked 16-row panels (x86_avx512/panel16_avx512vnni.cpp has the layout).
+// repack: nb blocks of 16 rows (row_stride apart) into panel (nb * 288 bytes).
+void repack_q4_0_panel16(int64_t nb, const void* rows, size_t row_stride, void* panel);
+// y[t * y_stride + r] = dot(panel row r, token t) for r < 16, t < n_tokens (1..4).
+void panel16_gemm_q4_0(int64_t nb, const void* panel, const void* acts, size_t act_stride, const int32_t* bias_sums,
+                       size_t sums_stride, int n_tokens, float* y, size_t y_stride);
+}  // namespace avx512
+
 // Several weight rows against one converted activation row: out[i] = dot(row i, act).
 using GemvRowsFn = void (*)(int64_t n, const void* rows, size_t row_stride, int n_rows, const void* act, float* out);
 
@@ -94,6 +105,20 @@ using PanelGemmFn = void (*)(int64_t nb, const void* panel, const void* acts, si
                             const int32_t* bias_sums, size_t sums_stride, int n_tokens, float* y, size_t y_stride);
 // The Q4_0 panel kernel of the active set, or nullptr when matmul should not use panels.
 PanelGemmFn q4_0_panel_kernel();
+
+// Copies nb blocks of `rows` panel rows (row_stride bytes apart) into one panel.
+using PanelRepackFn = void (*)(int64_t nb, const void* rows, size_t row_stride, void* panel);
+
+// Everything matmul needs to know about the active set's Q4_0 panels: how many rows one panel
+// interleaves (8 for AVX2/AVX-VNNI, 16 for AVX-512), its repacker and its kernel (n_tokens 1..4).
+struct Q4_0Panels {
+  int rows = 0;
+  PanelRepackFn repack = nullptr;
+  PanelGemmFn gemm = nullptr;
+  uint64_t block_bytes() const { return static_cast<uint64_t>(rows) * 18; }
+};
+// The active set's panels, or nullptr when matmul should not use panels.
+const Q4_0Panels* q4_0_panels();
 
 // The register-tile kernel of the active set for a weight type, or nullptr (then matmul falls
 // back to one vec_dot per (row, token)).

@@ -72,51 +72,50 @@ int32_t* MatmulScratch::sums_buffer(uint64_t count) {
 namespace {
 
 #ifdef EMBER_HAVE_X86_SIMD
-// Q4_0 prefill on repacked 8-row panels. Each task repacks its 16 rows once into the
-// thread's panel area and runs them against its block of tokens; rows past the last multiple of 8
-// go through the 4x4 tile.
-void prefill_q4_0_panels(const MatrixView& w, const uint8_t* acts, uint64_t act_stride, int64_t n_tokens, float* y,
-                         int64_t y_stride, ThreadPool& pool, MatmulScratch& scratch) {
-  constexpr int kPanelRows = 8;
-  constexpr uint64_t kPanelBlockBytes = 144;
+// Q4_0 prefill on repacked panels (8 or 16 interleaved rows, see Q4_0Panels). Each task repacks
+// its row block once into the thread's panel area (unless the weights come repacked) and runs it
+// against its block of tokens; rows past the last whole panel go through the 4x4 tile.
+void prefill_q4_0_panels(const MatrixView& w, const Q4_0Panels& kernels, const uint8_t* acts, uint64_t act_stride,
+                         int64_t n_tokens, float* y, int64_t y_stride, ThreadPool& pool, MatmulScratch& scratch) {
+  const int64_t panel_rows = kernels.rows;
   const int64_t nb = w.cols / kQK4_0;
   const auto* weights = static_cast<const uint8_t*>(w.data);
   int32_t* sums = scratch.sums_buffer(static_cast<uint64_t>(n_tokens * nb));
   pool.parallel_for(n_tokens, [&](int64_t t, int) { avx2::q8_0_bias_sums(nb, acts + t * act_stride, 8, sums + t * nb); });
-  const uint64_t panel_bytes = static_cast<uint64_t>(nb) * kPanelBlockBytes;
-  const uint64_t per_thread = panel_bytes * (kRowBlock / kPanelRows);
+  const uint64_t panel_bytes = static_cast<uint64_t>(nb) * kernels.block_bytes();
+  const int64_t row_block = std::max<int64_t>(kRowBlock, panel_rows);
+  const uint64_t per_thread = panel_bytes * static_cast<uint64_t>(row_block / panel_rows);
   const auto* repacked = static_cast<const uint8_t*>(w.repacked);
   auto* panels =
       repacked ? nullptr : static_cast<uint8_t*>(scratch.panel_buffer(per_thread * static_cast<uint64_t>(pool.size())));
   const GemmTileFn tile = gemm_tile_kernel(static_cast<uint32_t>(w.type));
-  const PanelGemmFn panel_gemm = q4_0_panel_kernel();
 
-  const int64_t n_row_blocks = (w.rows + kRowBlock - 1) / kRowBlock;
+  const int64_t n_row_blocks = (w.rows + row_block - 1) / row_block;
   const int64_t n_token_blocks = (n_tokens + kTokenBlock - 1) / kTokenBlock;
   pool.parallel_for(n_row_blocks * n_token_blocks, [&](int64_t task, int thread) {
-    const int64_t row_begin = (task % n_row_blocks) * kRowBlock;
-    const int64_t row_end = std::min(w.rows, row_begin + kRowBlock);
+    const int64_t row_begin = (task % n_row_blocks) * row_block;
+    const int64_t row_end = std::min(w.rows, row_begin + row_block);
     const int64_t token_begin = (task / n_row_blocks) * kTokenBlock;
     const int64_t token_end = std::min(n_tokens, token_begin + kTokenBlock);
-    const int64_t n_panels = (row_end - row_begin) / kPanelRows;
+    const int64_t n_panels = (row_end - row_begin) / panel_rows;
     const uint8_t* my_panels;
     if (repacked != nullptr) {
-      my_panels = repacked + static_cast<uint64_t>(row_begin / kPanelRows) * panel_bytes;
+      my_panels = repacked + static_cast<uint64_t>(row_begin / panel_rows) * panel_bytes;
     } else {
       uint8_t* buffer = panels + per_thread * static_cast<uint64_t>(thread);
       for (int64_t p = 0; p < n_panels; ++p) {
-        avx2::repack_q4_0_panel8(nb, weights + (row_begin + p * kPanelRows) * w.row_stride, w.row_stride,
-                                 buffer + p * panel_bytes);
+        kernels.repack(nb, weights + (row_begin + p * panel_rows) * w.row_stride, w.row_stride,
+                       buffer + p * panel_bytes);
       }
       my_panels = buffer;
     }
-    const int64_t rest_begin = row_begin + n_panels * kPanelRows;
+    const int64_t rest_begin = row_begin + n_panels * panel_rows;
     for (int64_t t = token_begin; t < token_end; t += kTile) {
       const int n_toks = static_cast<int>(std::min<int64_t>(kTile, token_end - t));
       for (int64_t p = 0; p < n_panels; ++p) {
-        panel_gemm(nb, my_panels + p * panel_bytes, acts + t * act_stride, act_stride, sums + t * nb,
-                   static_cast<size_t>(nb), n_toks, y + t * y_stride + row_begin + p * kPanelRows,
-                   static_cast<size_t>(y_stride));
+        kernels.gemm(nb, my_panels + p * panel_bytes, acts + t * act_stride, act_stride, sums + t * nb,
+                     static_cast<size_t>(nb), n_toks, y + t * y_stride + row_begin + p * panel_rows,
+                     static_cast<size_t>(y_stride));
       }
       for (int64_t r = rest_begin; r < row_end; r += kTile) {
         const int n_rows = static_cast<int>(std::min<int64_t>(kTile, row_end - r));
@@ -131,26 +130,28 @@ void prefill_q4_0_panels(const MatrixView& w, const uint8_t* acts, uint64_t act_
   });
 }
 
-// Decode from the repacked copy: each chunk is a run of 8-row panels; the rows past the last
-// panel use the row kernels.
-void decode_q4_0_panels(const MatrixView& w, const uint8_t* act, float* y, ThreadPool& pool, MatmulScratch& scratch,
-                        const KernelTraits& traits) {
-  constexpr int64_t kPanelRows = 8;
-  constexpr uint64_t kPanelBlockBytes = 144;
+// Decode from the repacked copy: each chunk is a run of panels; the rows past the last panel use
+// the row kernels. About 8 chunks per thread, so that a thread slowed by another process does not
+// hold the others up, but at least ~32 KB of weights each to amortize the hand-out.
+void decode_q4_0_panels(const MatrixView& w, const Q4_0Panels& kernels, const uint8_t* act, float* y, ThreadPool& pool,
+                        MatmulScratch& scratch, const KernelTraits& traits) {
+  const int64_t panel_rows = kernels.rows;
   const int64_t nb = w.cols / kQK4_0;
-  const uint64_t panel_bytes = static_cast<uint64_t>(nb) * kPanelBlockBytes;
+  const uint64_t panel_bytes = static_cast<uint64_t>(nb) * kernels.block_bytes();
   int32_t* sums = scratch.sums_buffer(static_cast<uint64_t>(nb));
   avx2::q8_0_bias_sums(nb, act, 8, sums);
   const auto* repacked = static_cast<const uint8_t*>(w.repacked);
   const auto* weights = static_cast<const uint8_t*>(w.data);
-  const int64_t n_panels = w.rows / kPanelRows;
-  const int64_t panels_per_chunk = std::clamp<int64_t>(n_panels / (pool.size() * 8), 2, 32);
-  const int64_t n_chunks = (n_panels + panels_per_chunk - 1) / panels_per_chunk + 1;  // +1: the tail rows
+  const int64_t n_panels = w.rows / panel_rows;
+  const int64_t min_panels = std::clamp<int64_t>(static_cast<int64_t>((32u << 10) / panel_bytes), 1, 8);
+  const int64_t panels_per_chunk = std::clamp<int64_t>(n_panels / (pool.size() * 8), min_panels, 32);
+  const int64_t n_panel_chunks = (n_panels + panels_per_chunk - 1) / panels_per_chunk;
+  const bool has_tail = n_panels * panel_rows < w.rows;
+  const int64_t n_chunks = n_panel_chunks + (has_tail ? 1 : 0);
   const GemvRowsFn gemv = gemv_rows_kernel(static_cast<uint32_t>(w.type));
-  const PanelGemmFn panel_gemm = q4_0_panel_kernel();
   pool.parallel_for(n_chunks, [&](int64_t chunk, int) {
-    if (chunk == n_chunks - 1) {
-      for (int64_t r = n_panels * kPanelRows; r < w.rows; ++r) {
+    if (chunk == n_panel_chunks) {
+      for (int64_t r = n_panels * panel_rows; r < w.rows; ++r) {
         if (gemv != nullptr) {
           gemv(w.cols, weights + r * w.row_stride, w.row_stride, 1, act, y + r);
         } else {
@@ -161,7 +162,7 @@ void decode_q4_0_panels(const MatrixView& w, const uint8_t* act, float* y, Threa
     }
     const int64_t end = std::min(n_panels, (chunk + 1) * panels_per_chunk);
     for (int64_t p = chunk * panels_per_chunk; p < end; ++p) {
-      panel_gemm(nb, repacked + p * panel_bytes, act, 0, sums, 0, 1, y + p * kPanelRows, 0);
+      kernels.gemm(nb, repacked + p * panel_bytes, act, 0, sums, 0, 1, y + p * panel_rows, 0);
     }
   });
 }
@@ -172,14 +173,15 @@ void decode_q4_0_panels(const MatrixView& w, const uint8_t* act, float* y, Threa
 std::vector<uint8_t> repack_for_matmul(const MatrixView& w) {
   std::vector<uint8_t> out;
 #ifdef EMBER_HAVE_X86_SIMD
-  if (w.type != GgmlType::Q4_0 || q4_0_panel_kernel() == nullptr || w.cols % kQK4_0 != 0 || w.rows < 8) return out;
+  const Q4_0Panels* kernels = q4_0_panels();
+  if (w.type != GgmlType::Q4_0 || kernels == nullptr || w.cols % kQK4_0 != 0 || w.rows < kernels->rows) return out;
   const int64_t nb = w.cols / kQK4_0;
-  const uint64_t panel_bytes = static_cast<uint64_t>(nb) * 144;
-  const int64_t n_panels = w.rows / 8;
+  const uint64_t panel_bytes = static_cast<uint64_t>(nb) * kernels->block_bytes();
+  const int64_t n_panels = w.rows / kernels->rows;
   out.resize(panel_bytes * static_cast<uint64_t>(n_panels));
   const auto* weights = static_cast<const uint8_t*>(w.data);
   for (int64_t p = 0; p < n_panels; ++p) {
-    avx2::repack_q4_0_panel8(nb, weights + p * 8 * w.row_stride, w.row_stride, out.data() + p * panel_bytes);
+    kernels->repack(nb, weights + p * kernels->rows * w.row_stride, w.row_stride, out.data() + p * panel_bytes);
   }
 #endif
   return out;
@@ -213,8 +215,9 @@ void matmul(const MatrixView& w, const float* x, int64_t n_tokens, int64_t x_str
   }
 
 #ifdef EMBER_HAVE_X86_SIMD
-  if (n_tokens == 1 && w.repacked != nullptr && w.type == GgmlType::Q4_0 && q4_0_panel_kernel() != nullptr) {
-    decode_q4_0_panels(w, acts, y, pool, scratch, traits);
+  const Q4_0Panels* q4_0_kernels = w.type == GgmlType::Q4_0 ? q4_0_panels() : nullptr;
+  if (n_tokens == 1 && w.repacked != nullptr && q4_0_kernels != nullptr) {
+    decode_q4_0_panels(w, *q4_0_kernels, acts, y, pool, scratch, traits);
     return;
   }
 #endif
@@ -238,8 +241,8 @@ void matmul(const MatrixView& w, const float* x, int64_t n_tokens, int64_t x_str
   }
 
 #ifdef EMBER_HAVE_X86_SIMD
-  if (w.type == GgmlType::Q4_0 && q4_0_panel_kernel() != nullptr) {
-    prefill_q4_0_panels(w, acts, act_stride, n_tokens, y, y_stride, pool, scratch);
+  if (q4_0_kernels != nullptr) {
+    prefill_q4_0_panels(w, *q4_0_kernels, acts, act_stride, n_tokens, y, y_stride, pool, scratch);
     return;
   }
 #endif

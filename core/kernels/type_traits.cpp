@@ -55,6 +55,10 @@ KernelSet choose_kernel_set() {
   const char* forced = std::getenv("EMBER_KERNELS");
   if (forced != nullptr && std::strcmp(forced, "scalar") == 0) return KernelSet::Scalar;
 #ifdef EMBER_HAVE_X86_SIMD
+  const bool forced_avx2 = forced != nullptr && std::strcmp(forced, "avx2") == 0;
+#ifdef EMBER_HAVE_X86_AVX512
+  if (!forced_avx2 && cpu_has_avx512_vnni()) return KernelSet::Avx512Vnni;
+#endif
   if (cpu_has_avx2_fma_f16c()) return KernelSet::Avx2;
 #endif
   return KernelSet::Scalar;
@@ -78,9 +82,12 @@ const KernelTraits* find(const Table& table, GgmlType type) {
   return nullptr;
 }
 
+// Any x86 SIMD set (the AVX-512 set keeps the AVX2 table for everything but Q4_0 panels).
+[[maybe_unused]] bool simd_set() { return active_kernel_set() != KernelSet::Scalar; }
+
 const Table& active_table() {
 #ifdef EMBER_HAVE_X86_SIMD
-  if (active_kernel_set() == KernelSet::Avx2) return kAvx2Table;
+  if (simd_set()) return kAvx2Table;
 #endif
   return kScalarTable;
 }
@@ -96,6 +103,7 @@ const char* kernel_set_name(KernelSet set) {
   switch (set) {
     case KernelSet::Scalar: return "scalar";
     case KernelSet::Avx2: return "avx2";
+    case KernelSet::Avx512Vnni: return "avx512-vnni";
   }
   return "unknown";
 }
@@ -106,7 +114,7 @@ const KernelTraits* scalar_kernel_traits(GgmlType type) { return find(kScalarTab
 
 GemmTileFn gemm_tile_kernel(uint32_t type_id) {
 #ifdef EMBER_HAVE_X86_SIMD
-  if (active_kernel_set() == KernelSet::Avx2) {
+  if (simd_set()) {
     if (type_id == static_cast<uint32_t>(GgmlType::Q4_0)) {
       return use_vnni() ? avx2::gemm_tile_q4_0_q8_0_vnni : avx2::gemm_tile_q4_0_q8_0;
     }
@@ -120,7 +128,7 @@ GemmTileFn gemm_tile_kernel(uint32_t type_id) {
 
 GemvRowsFn gemv_rows_kernel(uint32_t type_id) {
 #ifdef EMBER_HAVE_X86_SIMD
-  if (active_kernel_set() == KernelSet::Avx2 && use_vnni()) {
+  if (simd_set() && use_vnni()) {
     if (type_id == static_cast<uint32_t>(GgmlType::Q4_0)) return avx2::gemv_q4_0_q8_0_vnni;
     if (type_id == static_cast<uint32_t>(GgmlType::Q8_0)) return avx2::gemv_q8_0_q8_0_vnni;
   }
@@ -129,8 +137,19 @@ GemvRowsFn gemv_rows_kernel(uint32_t type_id) {
 }
 
 PanelGemmFn q4_0_panel_kernel() {
+  const Q4_0Panels* panels = q4_0_panels();
+  return panels != nullptr ? panels->gemm : nullptr;
+}
+
+const Q4_0Panels* q4_0_panels() {
 #ifdef EMBER_HAVE_X86_SIMD
-  if (active_kernel_set() == KernelSet::Avx2) return use_vnni() ? avx2::panel_gemm_q4_0_vnni : avx2::panel_gemm_q4_0_avx2;
+  static const Q4_0Panels kVnni{8, avx2::repack_q4_0_panel8, avx2::panel_gemm_q4_0_vnni};
+  static const Q4_0Panels kAvx2{8, avx2::repack_q4_0_panel8, avx2::panel_gemm_q4_0_avx2};
+#ifdef EMBER_HAVE_X86_AVX512
+  static const Q4_0Panels kAvx512{16, avx512::repack_q4_0_panel16, avx512::panel16_gemm_q4_0};
+  if (active_kernel_set() == KernelSet::Avx512Vnni) return &kAvx512;
+#endif
+  if (simd_set()) return use_vnni() ? &kVnni : &kAvx2;
 #endif
   return nullptr;
 }

@@ -24,7 +24,9 @@ struct KernelTraits {
   float (*vec_dot)(int64_t n, const void* row, const void* act);  // act is of vec_dot_type
 };
 
-enum class KernelSet { Scalar, Avx2 };
+// Avx512Vnni: the Avx2 table plus AVX-512 VNNI Q4_0 panel kernels (16-row panels) in matmul; chosen
+// when the CPU has AVX-512 F/BW/VL/DQ/VNNI unless EMBER_KERNELS=avx2 or =scalar.
+enum class KernelSet { Scalar, Avx2, Avx512Vnni };
 
 // The active kernel set's traits for a type, or nullptr when Ember cannot compute with it.
 const KernelTraits* kernel_traits(GgmlType type);

@@ -38,7 +38,7 @@ InferenceContext::InferenceContext(const Model& model, ThreadPool& pool, const C
   gate_.assign(sz(B, c_.n_ff), 0.0f);
   up_.assign(sz(B, c_.n_ff), 0.0f);
   rope_cs_.assign(sz(B, c_.n_rot), 0.0f);
-  att_scratch_.assign(sz(pool_.size(), 2 * c_.head_dim), 0);
+  att_scratch_.assign(sz(pool_.size(), attention_scratch_floats()), 0.0f);
   logits_.assign(static_cast<size_t>(c_.n_vocab), 0.0f);
   mm_scratch_.reserve(B, std::max({c_.n_embd, c_.n_ff, c_.n_embd_q()}));
 }
@@ -46,7 +46,12 @@ InferenceContext::InferenceContext(const Model& model, ThreadPool& pool, const C
 uint64_t InferenceContext::scratch_bytes() const {
   const size_t floats = x_.size() + xb_.size() + q_.size() + k_.size() + v_.size() + att_.size() + tmp_.size() +
                         gate_.size() + up_.size() + rope_cs_.size() + logits_.size();
-  return floats * sizeof(float) + att_scratch_.size() * sizeof(uint16_t);
+  return (floats + att_scratch_.size()) * sizeof(float);
+}
+
+int64_t InferenceContext::attention_scratch_floats() const {
+  const int64_t group = c_.n_head / c_.n_head_kv;
+  return group * n_ctx() + c_.head_dim + group * c_.head_dim;  // scores, one row, rounded queries
 }
 
 void InferenceContext::truncate(int64_t n_keep) {
@@ -144,21 +149,28 @@ void InferenceContext::forward_batch(const int32_t* tokens, int64_t n, bool want
 }
 
 void InferenceContext::attention(int64_t layer, int64_t first, int64_t n) {
-  const int64_t hd = c_.head_dim, n_head = c_.n_head, group = c_.n_head / c_.n_head_kv;
+  const int64_t hd = c_.head_dim, group = c_.n_head / c_.n_head_kv, n_kv_heads = c_.n_head_kv;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  pool_.parallel_for((n - first) * n_head, [&](int64_t chunk, int thread) {
-    const int64_t t = first + chunk / n_head, h = chunk % n_head, kvh = h / group;
-    AttentionHeadArgs a;
-    a.q = &q_[sz(t, c_.n_embd_q()) + static_cast<size_t>(h * hd)];
-    a.k = kv_.k(layer, 0) + kvh * hd;
-    a.v = kv_.v(layer, 0) + kvh * hd;
+  const int64_t scratch = attention_scratch_floats();
+  // One chunk = one token's query heads that share a KV head, so each cached row is converted
+  // once per chunk and used by the whole group.
+  pool_.parallel_for((n - first) * n_kv_heads, [&](int64_t chunk, int thread) {
+    const int64_t t = first + chunk / n_kv_heads, g = chunk % n_kv_heads;
+    float* mine = &att_scratch_[sz(thread, scratch)];
+    AttentionGroupArgs a;
+    a.q = &q_[sz(t, c_.n_embd_q()) + static_cast<size_t>(g * group * hd)];
+    a.n_q = group;
+    a.k = kv_.k(layer, 0) + g * hd;
+    a.v = kv_.v(layer, 0) + g * hd;
     a.kv_stride = kv_.row_elements();
     a.n_kv = n_past_ + t + 1;  // causal: a token sees itself and everything before it
     a.head_dim = hd;
     a.scale = scale;
-    a.out = &att_[sz(t, c_.n_embd_q()) + static_cast<size_t>(h * hd)];
-    a.scratch = &att_scratch_[sz(thread, 2 * hd)];
-    attention_head_f16(a);
+    a.out = &att_[sz(t, c_.n_embd_q()) + static_cast<size_t>(g * group * hd)];
+    a.scores = mine;
+    a.row = mine + group * n_ctx();
+    a.qf = a.row + hd;
+    attention_group_f16(a);
   });
 }
 

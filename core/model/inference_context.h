@@ -61,7 +61,8 @@ class InferenceContext {
   // (max_batch, width) activations
   std::vector<float> x_, xb_, q_, k_, v_, att_, tmp_, gate_, up_;
   std::vector<float> rope_cs_;          // (max_batch, n_rot)
-  std::vector<uint16_t> att_scratch_;   // (threads, 2 * head_dim)
+  std::vector<float> att_scratch_;      // (threads, attention_scratch_floats())
+  int64_t attention_scratch_floats() const;
   std::vector<float> logits_;           // (n_vocab)
 };
 

@@ -1,41 +1,43 @@
 #include <cmath>
-#include <limits>
 
 #include "core/kernels/attention.h"
 #include "core/kernels/fp16.h"
 
 namespace ember {
 
-void attention_head_f16_reference(const AttentionHeadArgs& a) {
+void attention_group_f16_reference(const AttentionGroupArgs& a) {
   const int64_t d = a.head_dim;
-  uint16_t* q16 = a.scratch;
-  uint16_t* acc = a.scratch + d;
-  for (int64_t i = 0; i < d; ++i) {
-    q16[i] = fp32_to_fp16(a.q[i]);
-    acc[i] = 0;
-  }
-  float m = -std::numeric_limits<float>::infinity();
-  float s_sum = 0.0f;
+  for (int64_t i = 0; i < a.n_q * d; ++i) a.qf[i] = fp16_to_fp32(fp32_to_fp16(a.q[i]));
   for (int64_t j = 0; j < a.n_kv; ++j) {
     const uint16_t* kr = a.k + j * a.kv_stride;
-    double dot = 0.0;
-    for (int64_t i = 0; i < d; ++i) dot += static_cast<double>(fp16_to_fp32(kr[i]) * fp16_to_fp32(q16[i]));
-    const float s = static_cast<float>(dot) * a.scale;
-    float ms = 1.0f, vs = 1.0f;
-    if (s > m) {
-      const float m_old = m;
-      m = s;
-      ms = std::exp(m_old - m);
-      for (int64_t i = 0; i < d; ++i) acc[i] = fp32_to_fp16(fp16_to_fp32(acc[i]) * ms);
-    } else {
-      vs = std::exp(s - m);
+    for (int64_t i = 0; i < d; ++i) a.row[i] = fp16_to_fp32(kr[i]);
+    for (int64_t h = 0; h < a.n_q; ++h) {
+      float s = 0.0f;
+      for (int64_t i = 0; i < d; ++i) s += a.row[i] * a.qf[h * d + i];
+      a.scores[h * a.n_kv + j] = s * a.scale;
     }
-    const uint16_t* vr = a.v + j * a.kv_stride;
-    for (int64_t i = 0; i < d; ++i) acc[i] = fp32_to_fp16(fp16_to_fp32(acc[i]) + fp16_to_fp32(vr[i]) * vs);
-    s_sum = s_sum * ms + vs;
   }
-  const float inv = s_sum == 0.0f ? 0.0f : 1.0f / s_sum;
-  for (int64_t i = 0; i < d; ++i) a.out[i] = fp16_to_fp32(acc[i]) * inv;
+  for (int64_t h = 0; h < a.n_q; ++h) {
+    float* s = a.scores + h * a.n_kv;
+    float m = s[0];
+    for (int64_t j = 1; j < a.n_kv; ++j) m = s[j] > m ? s[j] : m;
+    float sum = 0.0f;
+    for (int64_t j = 0; j < a.n_kv; ++j) {
+      s[j] = std::exp(s[j] - m);
+      sum += s[j];
+    }
+    const float inv = 1.0f / sum;
+    for (int64_t j = 0; j < a.n_kv; ++j) s[j] *= inv;
+    for (int64_t i = 0; i < d; ++i) a.out[h * d + i] = 0.0f;
+  }
+  for (int64_t j = 0; j < a.n_kv; ++j) {
+    const uint16_t* vr = a.v + j * a.kv_stride;
+    for (int64_t i = 0; i < d; ++i) a.row[i] = fp16_to_fp32(vr[i]);
+    for (int64_t h = 0; h < a.n_q; ++h) {
+      const float p = a.scores[h * a.n_kv + j];
+      for (int64_t i = 0; i < d; ++i) a.out[h * d + i] += p * a.row[i];
+    }
+  }
 }
 
 }  // namespace ember
