@@ -89,7 +89,7 @@ namespace avx512 {
 // Q4_0 on repacked 16-row panels (x86_avx512/panel16_avx512vnni.cpp has the layout).
 // repack: nb blocks of 16 rows (row_stride apart) into panel (nb * 288 bytes).
 void repack_q4_0_panel16(int64_t nb, const void* rows, size_t row_stride, void* panel);
-// y[t * y_stride + r] = dot(panel row r, token t) for r < 16, t < n_tokens (1..4).
+// y[t * y_stride + r] = dot(panel row r, token t) for r < 16, t < n_tokens (1..8).
 void panel16_gemm_q4_0(int64_t nb, const void* panel, const void* acts, size_t act_stride, const int32_t* bias_sums,
                        size_t sums_stride, int n_tokens, float* y, size_t y_stride);
 }  // namespace avx512
@@ -110,9 +110,11 @@ PanelGemmFn q4_0_panel_kernel();
 using PanelRepackFn = void (*)(int64_t nb, const void* rows, size_t row_stride, void* panel);
 
 // Everything matmul needs to know about the active set's Q4_0 panels: how many rows one panel
-// interleaves (8 for AVX2/AVX-VNNI, 16 for AVX-512), its repacker and its kernel (n_tokens 1..4).
+// interleaves (8 for AVX2/AVX-VNNI, 16 for AVX-512), its repacker and its kernel (n_tokens
+// 1..max_tokens: 32 ZMM registers hold 8 quant vectors and 8 tokens' sums).
 struct Q4_0Panels {
   int rows = 0;
+  int max_tokens = 0;
   PanelRepackFn repack = nullptr;
   PanelGemmFn gemm = nullptr;
   uint64_t block_bytes() const { return static_cast<uint64_t>(rows) * 18; }

@@ -110,13 +110,16 @@ void prefill_q4_0_panels(const MatrixView& w, const Q4_0Panels& kernels, const u
       my_panels = buffer;
     }
     const int64_t rest_begin = row_begin + n_panels * panel_rows;
-    for (int64_t t = token_begin; t < token_end; t += kTile) {
-      const int n_toks = static_cast<int>(std::min<int64_t>(kTile, token_end - t));
+    for (int64_t t = token_begin; t < token_end; t += kernels.max_tokens) {
+      const int n_toks = static_cast<int>(std::min<int64_t>(kernels.max_tokens, token_end - t));
       for (int64_t p = 0; p < n_panels; ++p) {
         kernels.gemm(nb, my_panels + p * panel_bytes, acts + t * act_stride, act_stride, sums + t * nb,
                      static_cast<size_t>(nb), n_toks, y + t * y_stride + row_begin + p * panel_rows,
                      static_cast<size_t>(y_stride));
       }
+    }
+    for (int64_t t = token_begin; t < token_end; t += kTile) {
+      const int n_toks = static_cast<int>(std::min<int64_t>(kTile, token_end - t));
       for (int64_t r = rest_begin; r < row_end; r += kTile) {
         const int n_rows = static_cast<int>(std::min<int64_t>(kTile, row_end - r));
         float out[kTile * kTile];

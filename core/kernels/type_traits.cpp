@@ -143,10 +143,10 @@ PanelGemmFn q4_0_panel_kernel() {
 
 const Q4_0Panels* q4_0_panels() {
 #ifdef EMBER_HAVE_X86_SIMD
-  static const Q4_0Panels kVnni{8, avx2::repack_q4_0_panel8, avx2::panel_gemm_q4_0_vnni};
-  static const Q4_0Panels kAvx2{8, avx2::repack_q4_0_panel8, avx2::panel_gemm_q4_0_avx2};
+  static const Q4_0Panels kVnni{8, 4, avx2::repack_q4_0_panel8, avx2::panel_gemm_q4_0_vnni};
+  static const Q4_0Panels kAvx2{8, 4, avx2::repack_q4_0_panel8, avx2::panel_gemm_q4_0_avx2};
 #ifdef EMBER_HAVE_X86_AVX512
-  static const Q4_0Panels kAvx512{16, avx512::repack_q4_0_panel16, avx512::panel16_gemm_q4_0};
+  static const Q4_0Panels kAvx512{16, 8, avx512::repack_q4_0_panel16, avx512::panel16_gemm_q4_0};
   if (active_kernel_set() == KernelSet::Avx512Vnni) return &kAvx512;
 #endif
   if (simd_set()) return use_vnni() ? &kVnni : &kAvx2;

@@ -27,23 +27,23 @@ TEST_CASE("AVX-512 VNNI Q4_0 panel16 kernel equals per-pair reference dots") {
     const KernelTraits* q8 = kernel_traits(GgmlType::Q8_0);
     const uint64_t row_stride = test::bytes_for(*q4, n) + 18;
     const uint64_t act_stride = test::bytes_for(*q8, n);
-    std::vector<uint8_t> w(16 * row_stride), a(4 * act_stride), panel(static_cast<size_t>(nb) * 288);
+    std::vector<uint8_t> w(16 * row_stride), a(8 * act_stride), panel(static_cast<size_t>(nb) * 288);
     for (int r = 0; r < 16; ++r) {
       q4->from_float(test::random_floats(n, 140 + r, 0.05f).data(), w.data() + r * row_stride, n);
     }
-    std::vector<int32_t> sums(static_cast<size_t>(4 * nb));
-    for (int t = 0; t < 4; ++t) {
+    std::vector<int32_t> sums(static_cast<size_t>(8 * nb));
+    for (int t = 0; t < 8; ++t) {
       q8->from_float(test::random_floats(n, 150 + t, 3.0f).data(), a.data() + t * act_stride, n);
       avx2::q8_0_bias_sums(nb, a.data() + t * act_stride, 8, sums.data() + t * nb);
     }
     avx512::repack_q4_0_panel16(nb, w.data(), row_stride, panel.data());
-    for (int n_tokens = 1; n_tokens <= 4; ++n_tokens) {
+    for (int n_tokens = 1; n_tokens <= 8; ++n_tokens) {
       CAPTURE(nb);
       CAPTURE(n_tokens);
-      std::vector<float> y(4 * 16, NAN);
+      std::vector<float> y(8 * 16, NAN);
       avx512::panel16_gemm_q4_0(nb, panel.data(), a.data(), act_stride, sums.data(), static_cast<size_t>(nb), n_tokens,
                                 y.data(), 16);
-      for (int t = 0; t < 4; ++t) {
+      for (int t = 0; t < 8; ++t) {
         for (int r = 0; r < 16; ++r) {
           if (t >= n_tokens) {
             CHECK(std::isnan(y[t * 16 + r]));  // nothing written past n_tokens

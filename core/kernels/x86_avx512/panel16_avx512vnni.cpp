@@ -94,6 +94,10 @@ void panel16_gemm_q4_0(int64_t nb, const void* panel, const void* acts, size_t a
   const auto* p = static_cast<const uint8_t*>(panel);
   const auto* a = static_cast<const uint8_t*>(acts);
   switch (n_tokens) {
+    case 8: panel16_kernel<8>(nb, p, a, act_stride, bias_sums, sums_stride, y, y_stride); break;
+    case 7: panel16_kernel<7>(nb, p, a, act_stride, bias_sums, sums_stride, y, y_stride); break;
+    case 6: panel16_kernel<6>(nb, p, a, act_stride, bias_sums, sums_stride, y, y_stride); break;
+    case 5: panel16_kernel<5>(nb, p, a, act_stride, bias_sums, sums_stride, y, y_stride); break;
     case 4: panel16_kernel<4>(nb, p, a, act_stride, bias_sums, sums_stride, y, y_stride); break;
     case 3: panel16_kernel<3>(nb, p, a, act_stride, bias_sums, sums_stride, y, y_stride); break;
     case 2: panel16_kernel<2>(nb, p, a, act_stride, bias_sums, sums_stride, y, y_stride); break;
