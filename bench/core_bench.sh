@@ -88,14 +88,15 @@ raw="$out_dir/runs.jsonl"
 } > "$out_dir/machine.txt"
 log "machine: $(tr '\n' ' ' < "$out_dir/machine.txt")"
 
-# With --wait-idle, waits up to that many seconds for 15 s of quiet (1-minute load average
-# under 1, at most one other runnable task) before a run: both engines' thread pools slow down
-# badly when other processes share the cores, llama.cpp's spinning barriers most of all.
+# With --wait-idle, waits up to that many seconds for 15 s of quiet (at most one runnable task
+# besides this script in each of 3 samples) before a run: both engines' thread pools slow down
+# badly when other processes share the cores, llama.cpp's spinning barriers most of all. The
+# load average is no guide here: the previous run of this script raises it by itself.
 wait_for_idle() {
-    local waited=0 quiet=0 load runnable
+    local waited=0 quiet=0 runnable
     while (( waited < wait_idle )); do
-        read -r load _ _ runnable _ < /proc/loadavg
-        if (( ${runnable%/*} <= 2 )) && awk -v l="$load" 'BEGIN { exit !(l < 1.0) }'; then
+        read -r _ _ _ runnable _ < /proc/loadavg
+        if (( ${runnable%/*} <= 2 )); then
             quiet=$((quiet + 1))
             (( quiet >= 3 )) && return 0
         else

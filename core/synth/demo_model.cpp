@@ -19,12 +19,14 @@ std::string cache_dir() {
 std::string ensure_demo_model(bool* created) {
   namespace fs = std::filesystem;
   const fs::path dir = fs::path(cache_dir()) / "models";
-  const fs::path path = dir / "demo-tiny-Q8_0.gguf";
+  // The version suffix changes whenever synth draws different weights, so a stale cached demo
+  // model from an older build is never mistaken for the current one.
+  const fs::path path = dir / "demo-tiny-Q8_0-v2.gguf";
   if (created) *created = false;
   if (fs::exists(path)) return path.string();
   fs::create_directories(dir);
   // A unique temp name so two processes creating it at once do not write the same file.
-  const fs::path tmp = dir / ("demo-tiny-Q8_0.gguf.tmp." + std::to_string(::getpid()));
+  const fs::path tmp = dir / ("demo-tiny-Q8_0-v2.gguf.tmp." + std::to_string(::getpid()));
   SynthOptions o;
   o.preset = "tiny";
   o.type = GgmlType::Q8_0;

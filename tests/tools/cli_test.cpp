@@ -120,7 +120,7 @@ TEST_CASE("ember run without a model creates and uses the built-in demo model") 
   CHECK(r.exit_code == 0);
   CHECK(r.out.rfind("[", 0) == 0);
   CHECK(std::count(r.out.begin(), r.out.end(), ',') == 7);
-  FILE* f = std::fopen((cache + "/models/demo-tiny-Q8_0.gguf").c_str(), "rb");
+  FILE* f = std::fopen((cache + "/models/demo-tiny-Q8_0-v2.gguf").c_str(), "rb");
   CHECK(f != nullptr);
   if (f) std::fclose(f);
   std::system(("rm -rf " + cache).c_str());
