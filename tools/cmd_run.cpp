@@ -57,15 +57,20 @@ int run(RunOptions& o) {
   limits.max_tokens = o.n_predict;
 
   std::vector<int32_t> ids;
-  auto stats = generate(ctx, sampler, prompt, limits, [&](int32_t id, std::string_view text) {
-    if (o.print_token_ids) {
-      if (id >= 0) ids.push_back(id);
-    } else if (!text.empty()) {
-      std::fwrite(text.data(), 1, text.size(), stdout);
-      std::fflush(stdout);
-    }
-    return true;
-  });
+  GenerationStats stats;
+  try {
+    stats = generate(ctx, sampler, prompt, limits, [&](int32_t id, std::string_view text) {
+      if (o.print_token_ids) {
+        if (id >= 0) ids.push_back(id);
+      } else if (!text.empty()) {
+        std::fwrite(text.data(), 1, text.size(), stdout);
+        std::fflush(stdout);
+      }
+      return true;
+    });
+  } catch (const ContextOverflow& e) {
+    throw std::runtime_error(std::string(e.what()) + " (raise --ctx-size or lower -n)");
+  }
   if (o.print_token_ids) {
     std::string line = "[";
     for (size_t i = 0; i < ids.size(); ++i) line += (i ? "," : "") + std::to_string(ids[i]);
