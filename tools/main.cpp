@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   ember::cli::register_tokenize(app, exit_code);
   ember::cli::register_synth(app, exit_code);
   ember::cli::register_bench(app, exit_code);
+  ember::cli::register_serve(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -9,5 +9,6 @@ void register_run(CLI::App& app, int& exit_code);
 void register_tokenize(CLI::App& app, int& exit_code);
 void register_synth(CLI::App& app, int& exit_code);
 void register_bench(CLI::App& app, int& exit_code);
+void register_serve(CLI::App& app, int& exit_code);
 
 }  // namespace ember::cli
