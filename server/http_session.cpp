@@ -24,6 +24,17 @@ std::string_view path_of(std::string_view target) {
   return q == std::string_view::npos ? target : target.substr(0, q);
 }
 
+// The text of an exception the engine thread caught, for the client's error object.
+std::string failure_message(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+  }
+  return "generation failed";
+}
+
 }  // namespace
 
 HttpSession::HttpSession(net::ip::tcp::socket&& socket, ServerState& state)
@@ -236,14 +247,7 @@ void HttpSession::on_generation_done(std::string text, GenerationStats stats, st
   request_timer_.cancel();
   cancel_.reset();
   if (error) {
-    std::string message = "generation failed";
-    try {
-      std::rethrow_exception(error);
-    } catch (const std::exception& e) {
-      message = e.what();
-    } catch (...) {
-    }
-    return send_error(http::status::internal_server_error, message, "server_error");
+    return send_error(http::status::internal_server_error, failure_message(error), "server_error");
   }
   const auto& model = state_.options.model_id;
   send_json(http::status::ok,
@@ -268,14 +272,7 @@ void HttpSession::on_stream_text(const std::string& text) {
 void HttpSession::on_stream_done(GenerationStats stats, std::exception_ptr error) {
   request_timer_.cancel();
   if (error) {
-    std::string message = "generation failed";
-    try {
-      std::rethrow_exception(error);
-    } catch (const std::exception& e) {
-      message = e.what();
-    } catch (...) {
-    }
-    outbox_ += sse_event(error_body(message, "server_error"));
+    outbox_ += sse_event(error_body(failure_message(error), "server_error"));
   } else if (!chat_) {
     outbox_ += sse_event(completion_chunk(completion_id_, created_, state_.options.model_id, "", stats.finish));
   } else {
