@@ -1,15 +1,88 @@
 #include "server/engine_worker.h"
 
+#include <algorithm>
+#include <optional>
 #include <stdexcept>
+#include <string>
+
+#include "core/model/sequence_generator.h"
 
 namespace ember::server {
 
+// A slot is one sequence's home: its KV cache, the tokens whose keys and values that cache holds
+// (for prefix reuse), and the job it is running. Slots never move (held by unique_ptr), so the
+// generator may keep references to the context and the sampler.
+struct EngineWorker::Slot {
+  Slot(const Model& model, ThreadPool& pool, const ContextOptions& options) : ctx(model, pool, options) {
+    // Prompt + max_tokens never exceed the context, so recording tokens never reallocates.
+    cached.reserve(static_cast<size_t>(ctx.n_ctx()));
+  }
+
+  InferenceContext ctx;
+  // cached[i] is the token at position i of ctx, for i < ctx.n_past(). While a job runs it runs
+  // ahead: the whole prompt and every sampled token are appended before they are evaluated.
+  std::vector<int32_t> cached;
+  uint64_t last_used = 0;
+
+  // The running job (all empty when the slot is free).
+  std::optional<GenerationJob> job;
+  int64_t reuse = 0;  // prompt tokens the job takes from `cached`
+  std::optional<Sampler> sampler;
+  std::optional<SequenceGenerator> seq;
+  TokenSink sink;
+  GenerationStats published;  // what of seq->stats() is already in the counters
+};
+
+namespace {
+
+int64_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
+  const auto n = std::min(a.size(), b.size());
+  size_t i = 0;
+  while (i < n && a[i] == b[i]) ++i;
+  return static_cast<int64_t>(i);
+}
+
+void call_on_done(GenerationJob& job, const GenerationStats& stats, std::exception_ptr error) {
+  if (!job.on_done) return;
+  try {
+    job.on_done(stats, error);
+  } catch (...) {
+    // A callback that throws must not take the engine thread down; the connection times out.
+  }
+}
+
+GenerationStats cancelled_stats(const GenerationJob& job) {
+  GenerationStats stats;
+  stats.prompt_tokens = static_cast<int64_t>(job.prompt.size());
+  stats.finish = FinishReason::Cancelled;
+  return stats;
+}
+
+void add_counters(EngineMetrics& to, const EngineMetrics& from) {
+  to.jobs_completed += from.jobs_completed;
+  to.jobs_cancelled += from.jobs_cancelled;
+  to.jobs_failed += from.jobs_failed;
+  to.prompt_tokens += from.prompt_tokens;
+  to.prefill_tokens += from.prefill_tokens;
+  to.reused_prompt_tokens += from.reused_prompt_tokens;
+  to.generated_tokens += from.generated_tokens;
+  to.prefill_seconds += from.prefill_seconds;
+  to.decode_seconds += from.decode_seconds;
+}
+
+}  // namespace
+
 EngineWorker::EngineWorker(std::unique_ptr<Model> model, const EngineOptions& options)
-    : model_(std::move(model)),
-      pool_(options.threads),
-      ctx_(*model_, pool_, options.context),
-      n_ctx_(ctx_.n_ctx()),
-      max_queued_(options.max_queued_jobs) {
+    : model_(std::move(model)), pool_(options.threads), options_(options) {
+  if (options.slots < 1 || options.slots > EngineOptions::kMaxSlots) {
+    throw std::invalid_argument("slots must be between 1 and " + std::to_string(EngineOptions::kMaxSlots) +
+                                ", got " + std::to_string(options.slots));
+  }
+  for (int i = 0; i < options.slots; ++i) {
+    slots_.push_back(std::make_unique<Slot>(*model_, pool_, options.context));
+    kv_cache_bytes_ += slots_.back()->ctx.kv_cache_bytes();
+  }
+  n_ctx_ = slots_.front()->ctx.n_ctx();
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -18,7 +91,7 @@ EngineWorker::~EngineWorker() { stop(); }
 bool EngineWorker::try_submit(GenerationJob job) {
   {
     std::lock_guard lock(mu_);
-    if (stopping_ || queue_.size() >= max_queued_) return false;
+    if (stopping_ || queue_.size() >= options_.max_queued_jobs) return false;
     queue_.push_back(std::move(job));
   }
   cv_.notify_one();
@@ -27,7 +100,19 @@ bool EngineWorker::try_submit(GenerationJob job) {
 
 size_t EngineWorker::pending() const {
   std::lock_guard lock(mu_);
-  return queue_.size() + (running_job_ ? 1 : 0);
+  return queue_.size() + active_;
+}
+
+EngineMetrics EngineWorker::metrics() const {
+  std::lock_guard lock(mu_);
+  EngineMetrics m = metrics_;
+  m.queued_jobs = queue_.size();
+  m.active_jobs = active_;
+  m.slots = static_cast<int>(slots_.size());
+  m.kv_cache_bytes = kv_cache_bytes_;
+  // Weights as bound (mapped or read) plus the kernels' repacked copies.
+  m.model_bytes = model_->weights().resident_bytes() + model_->weights().repacked_bytes();
+  return m;
 }
 
 void EngineWorker::stop() {
@@ -35,66 +120,189 @@ void EngineWorker::stop() {
   {
     std::lock_guard lock(mu_);
     stopping_ = true;
-    if (current_cancel_) current_cancel_->store(true);
     dropped.swap(queue_);
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
   for (auto& job : dropped) {
-    if (job.on_done) {
-      GenerationStats stats;
-      stats.finish = FinishReason::Cancelled;
-      job.on_done(stats, std::make_exception_ptr(std::runtime_error("the server is shutting down")));
-    }
+    GenerationStats stats = cancelled_stats(job);
+    call_on_done(job, stats, std::make_exception_ptr(std::runtime_error("the server is shutting down")));
   }
+}
+
+void EngineWorker::publish_locked() {
+  add_counters(metrics_, unpublished_);
+  unpublished_ = EngineMetrics{};
 }
 
 void EngineWorker::loop() {
+  std::vector<GenerationJob> cancelled;
   for (;;) {
-    GenerationJob job;
     {
       std::unique_lock lock(mu_);
-      cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-      if (stopping_) return;
-      job = std::move(queue_.front());
-      queue_.pop_front();
-      running_job_ = true;
-      current_cancel_ = job.cancelled;
+      publish_locked();
+      cv_.wait(lock, [&] { return stopping_ || !queue_.empty() || active_ > 0; });
+      if (stopping_) break;
+      admit_locked(cancelled);
     }
-    run_job(job);
-    std::lock_guard lock(mu_);
-    running_job_ = false;
-    current_cancel_.reset();
+    for (auto& job : cancelled) call_on_done(job, cancelled_stats(job), nullptr);
+    cancelled.clear();
+    // Newly admitted jobs start first (tokens are checked, samplers built), then every active
+    // slot advances by one forward pass. Slots are visited in a fixed order; each gets one step
+    // per round, which is what makes the interleaving fair.
+    for (auto& slot : slots_) {
+      if (slot->job && !slot->seq) start(*slot);
+    }
+    for (auto& slot : slots_) {
+      if (slot->seq) step(*slot);
+    }
   }
-}
-
-void EngineWorker::run_job(GenerationJob& job) {
-  GenerationStats stats;
-  std::exception_ptr error;
-  if (job.cancelled->load()) {
-    stats.finish = FinishReason::Cancelled;
-  } else {
+  // Shutting down: the running generations end here, as cancelled (their clients get what was
+  // generated so far); the queued ones are failed by stop().
+  for (auto& slot : slots_) {
+    if (!slot->job) continue;
+    std::exception_ptr error;
     try {
-      // Every request starts from an empty context (prefix reuse is a later optimisation).
-      ctx_.reset();
-      Sampler sampler(job.sampling, static_cast<int32_t>(model_->config().n_vocab));
-      GenerationLimits limits;
-      limits.max_tokens = job.max_tokens;
-      stats = generate(ctx_, sampler, job.prompt, limits, [&](int32_t, std::string_view text) {
-        if (!text.empty() && job.on_text) job.on_text(text);
-        return !job.cancelled->load();
-      });
+      if (slot->seq) slot->seq->cancel(slot->sink);  // hands over text held back for stop strings
     } catch (...) {
       error = std::current_exception();
     }
+    finish(*slot, error);
   }
-  if (job.on_done) {
-    try {
-      job.on_done(stats, error);
-    } catch (...) {
-      // A callback that throws must not take the engine thread down; the connection times out.
+  std::lock_guard lock(mu_);
+  publish_locked();
+}
+
+void EngineWorker::admit_locked(std::vector<GenerationJob>& cancelled_out) {
+  // A job whose client went away while queued frees its queue place now, not when a slot opens.
+  for (auto it = queue_.begin(); it != queue_.end();) {
+    if (it->cancelled && it->cancelled->load()) {
+      cancelled_out.push_back(std::move(*it));
+      it = queue_.erase(it);
+      ++metrics_.jobs_cancelled;  // counted before its on_done runs, like every finished job
+    } else {
+      ++it;
     }
   }
+  while (!queue_.empty() && active_ < slots_.size()) {
+    int64_t reuse = 0;
+    Slot& slot = *slots_[pick_slot(queue_.front().prompt, reuse)];
+    slot.job.emplace(std::move(queue_.front()));
+    queue_.pop_front();
+    slot.reuse = reuse;
+    slot.last_used = ++use_clock_;
+    ++active_;
+  }
+}
+
+size_t EngineWorker::pick_slot(const std::vector<int32_t>& prompt, int64_t& reuse) const {
+  size_t best = slots_.size();
+  int64_t best_reuse = -1;
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    const Slot& s = *slots_[i];
+    if (s.job) continue;
+    // The last prompt token is always evaluated: its logits choose the first generated token.
+    int64_t r = 0;
+    if (options_.reuse_prefix && !prompt.empty()) {
+      r = std::min(common_prefix(s.cached, prompt), static_cast<int64_t>(prompt.size()) - 1);
+    }
+    // The longest shared prefix; among equals, the slot used longest ago (its cache is the one
+    // least likely to be continued).
+    if (r > best_reuse || (r == best_reuse && s.last_used < slots_[best]->last_used)) {
+      best = i;
+      best_reuse = r;
+    }
+  }
+  reuse = best_reuse;
+  return best;  // the caller checked that a slot is free
+}
+
+void EngineWorker::start(Slot& slot) {
+  GenerationJob& job = *slot.job;
+  unpublished_.prompt_tokens += job.prompt.size();
+  if (job.cancelled && job.cancelled->load()) return finish(slot, nullptr);
+  try {
+    slot.sampler.emplace(job.sampling, static_cast<int32_t>(model_->config().n_vocab));
+    // From here the cache holds exactly the reused prefix, even if the generator rejects the job.
+    slot.ctx.truncate(slot.reuse);
+    slot.cached.resize(static_cast<size_t>(slot.reuse));
+    SequenceOptions so;
+    so.limits.max_tokens = job.max_tokens;
+    so.stop = job.stop;
+    so.cached_prompt_tokens = slot.reuse;
+    so.prefill_chunk = std::max<int64_t>(1, options_.context.max_batch);  // as InferenceContext clamps it
+    slot.seq.emplace(slot.ctx, *slot.sampler, job.prompt, so);
+  } catch (...) {
+    return finish(slot, std::current_exception());
+  }
+  // The whole prompt fits (the generator checked prompt + max_tokens against the context).
+  slot.cached.insert(slot.cached.end(), job.prompt.begin() + slot.reuse, job.prompt.end());
+  unpublished_.reused_prompt_tokens += static_cast<uint64_t>(slot.reuse);
+  slot.published = slot.seq->stats();
+  slot.sink = [&slot](int32_t id, std::string_view text) {
+    if (id >= 0) slot.cached.push_back(id);
+    GenerationJob& j = *slot.job;
+    if (!text.empty() && j.on_text) j.on_text(text);
+    return !(j.cancelled && j.cancelled->load());
+  };
+}
+
+void EngineWorker::step(Slot& slot) {
+  GenerationJob& job = *slot.job;
+  try {
+    if (job.cancelled && job.cancelled->load()) {
+      slot.seq->cancel(slot.sink);
+    } else {
+      slot.seq->step(slot.sink);
+    }
+  } catch (...) {
+    return finish(slot, std::current_exception());
+  }
+  if (slot.seq->done()) return finish(slot, nullptr);
+  account(slot);
+}
+
+void EngineWorker::account(Slot& slot) {
+  const GenerationStats& now = slot.seq->stats();
+  GenerationStats& before = slot.published;
+  unpublished_.prefill_tokens += static_cast<uint64_t>(now.prefill_tokens - before.prefill_tokens);
+  unpublished_.generated_tokens += static_cast<uint64_t>(now.generated_tokens - before.generated_tokens);
+  unpublished_.prefill_seconds += now.prefill_seconds - before.prefill_seconds;
+  unpublished_.decode_seconds += now.decode_seconds - before.decode_seconds;
+  before = now;
+}
+
+void EngineWorker::finish(Slot& slot, std::exception_ptr error) {
+  GenerationJob job = std::move(*slot.job);
+  GenerationStats stats = slot.seq ? slot.seq->stats() : cancelled_stats(job);
+  if (slot.seq) account(slot);
+  if (error) {
+    ++unpublished_.jobs_failed;
+  } else if (stats.finish == FinishReason::Cancelled) {
+    ++unpublished_.jobs_cancelled;
+  } else {
+    ++unpublished_.jobs_completed;
+  }
+  if (error && slot.seq) {
+    // A step failed part-way: the cache may hold half-written positions, so the next job starts
+    // from scratch.
+    slot.ctx.reset();
+    slot.cached.clear();
+  } else {
+    // Keep exactly the tokens whose keys and values are in the cache (the last sampled token and
+    // an unfinished prefill's rest never were evaluated).
+    slot.cached.resize(std::min(slot.cached.size(), static_cast<size_t>(slot.ctx.n_past())));
+  }
+  slot.seq.reset();
+  slot.sampler.reset();
+  slot.sink = nullptr;
+  slot.job.reset();
+  {
+    std::lock_guard lock(mu_);
+    --active_;
+    publish_locked();
+  }
+  call_on_done(job, stats, error);
 }
 
 }  // namespace ember::server

@@ -1,6 +1,10 @@
 #pragma once
-// The engine thread: the one place that runs the model. It owns the Model, a ThreadPool and one
-// InferenceContext and works through a bounded queue of jobs. It never touches sockets: results
+// The engine thread: the one place that runs the model. It owns the Model, a ThreadPool and
+// `slots` InferenceContexts (one KV cache each). Jobs wait in a bounded FIFO queue, enter free
+// slots in order, and the active ones advance round-robin one forward pass each (a prefill chunk
+// of at most ContextOptions::max_batch tokens, or one generated token), so concurrent streams
+// progress together; with one slot that is plain FIFO. Each job has its own sampler, so a seeded
+// job gives the same text however it is interleaved. The engine never touches sockets: results
 // reach the HTTP side only through the job's callbacks, which post them to the connection.
 #include <atomic>
 #include <condition_variable>
@@ -10,6 +14,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <string_view>
 #include <thread>
 #include <vector>
@@ -26,7 +31,11 @@ struct GenerationJob {
   std::vector<int32_t> prompt;
   SamplingParams sampling;
   int64_t max_tokens = 16;
-  // Set by the connection when its client went away; the generation then stops at the next token.
+  // Stop sequences: the generation ends (FinishReason::StopSequence) when the text contains one;
+  // it and what follows are not sent to on_text.
+  std::vector<std::string> stop;
+  // Set by the connection when its client went away; the generation then stops within one step
+  // (a token or a prefill chunk) and its slot is freed; a queued job is dropped.
   std::shared_ptr<std::atomic<bool>> cancelled = std::make_shared<std::atomic<bool>>(false);
   // Both run on the engine thread and must only hand their data over (e.g. post to an executor).
   std::function<void(std::string_view text)> on_text;
@@ -35,14 +44,40 @@ struct GenerationJob {
   std::function<void(const GenerationStats& stats, std::exception_ptr error)> on_done;
 };
 
+// A consistent snapshot of the engine's counters and gauges, for /metrics.
+struct EngineMetrics {
+  // gauges
+  size_t queued_jobs = 0;         // waiting for a slot
+  size_t active_jobs = 0;         // in a slot (prefilling or decoding)
+  int slots = 0;
+  uint64_t kv_cache_bytes = 0;    // all slots
+  uint64_t model_bytes = 0;       // weights resident (mapped or read)
+  // counters since start
+  uint64_t jobs_completed = 0;    // finished normally (length, end of generation, stop sequence)
+  uint64_t jobs_cancelled = 0;    // the client went away, timed out, or the server stopped
+  uint64_t jobs_failed = 0;       // an exception in the engine
+  uint64_t prompt_tokens = 0;     // tokens in accepted prompts
+  uint64_t prefill_tokens = 0;    // tokens actually evaluated for prompts (prefix reuse skips some)
+  uint64_t reused_prompt_tokens = 0;  // prompt tokens served from a slot's cache
+  uint64_t generated_tokens = 0;
+  double prefill_seconds = 0;     // time spent evaluating prompts
+  double decode_seconds = 0;      // time spent evaluating and sampling generated tokens
+};
+
 struct EngineOptions {
   int threads = 0;                // ThreadPool size; 0: one per physical core
   ContextOptions context;
-  size_t max_queued_jobs = 16;    // jobs waiting (not counting the running one)
+  size_t max_queued_jobs = 16;    // jobs waiting (not counting the running ones)
+  int slots = 1;                  // sequences generated together (one KV cache each), token by token
+  // A new job goes to the free slot whose cached tokens share the longest prefix with its prompt
+  // and evaluates only the rest (results are the same as from an empty cache).
+  bool reuse_prefix = true;
+  static constexpr int kMaxSlots = 256;
 };
 
 class EngineWorker {
  public:
+  // Throws std::invalid_argument when options.slots is outside [1, kMaxSlots].
   EngineWorker(std::unique_ptr<Model> model, const EngineOptions& options);
   ~EngineWorker();  // stop() and join
   EngineWorker(const EngineWorker&) = delete;
@@ -51,7 +86,8 @@ class EngineWorker {
   // Queues the job; false when the queue is full or the worker is stopping (the job is dropped
   // and its callbacks are never called).
   bool try_submit(GenerationJob job);
-  // Cancels the running job, fails the queued ones with an error and joins the thread.
+  // Ends the running jobs (FinishReason::Cancelled, no error), fails the queued ones with the
+  // error "the server is shutting down" and joins the thread. Idempotent.
   void stop();
 
   const Model& model() const { return *model_; }
@@ -59,23 +95,39 @@ class EngineWorker {
   int threads() const { return pool_.size(); }
   // Jobs queued or running.
   size_t pending() const;
+  // Thread-safe; counters include everything up to the engine's last round of steps.
+  EngineMetrics metrics() const;
 
  private:
+  struct Slot;  // one KV cache, the tokens in it and the job it runs (engine_worker.cpp)
+
   void loop();
-  void run_job(GenerationJob& job);
+  // Under mu_: moves cancelled queued jobs to `out` and queued jobs into free slots (FIFO).
+  void admit_locked(std::vector<GenerationJob>& cancelled_out);
+  size_t pick_slot(const std::vector<int32_t>& prompt, int64_t& reuse) const;
+  void start(Slot& slot);
+  void step(Slot& slot);
+  void finish(Slot& slot, std::exception_ptr error);
+  // Moves what the slot's generator did since the last call into unpublished_.
+  void account(Slot& slot);
+  // Adds the engine thread's not yet published counters to metrics_ (under mu_).
+  void publish_locked();
 
   std::unique_ptr<Model> model_;
   ThreadPool pool_;
-  InferenceContext ctx_;
-  int64_t n_ctx_;
-  size_t max_queued_;
+  EngineOptions options_;
+  std::vector<std::unique_ptr<Slot>> slots_;
+  int64_t n_ctx_ = 0;
+  uint64_t kv_cache_bytes_ = 0;
+  uint64_t use_clock_ = 0;  // engine thread: orders slots by last use (least recently used wins ties)
+  EngineMetrics unpublished_;  // engine thread only: counter deltas since the last publish_locked()
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<GenerationJob> queue_;
   bool stopping_ = false;
-  bool running_job_ = false;
-  std::shared_ptr<std::atomic<bool>> current_cancel_;
+  size_t active_ = 0;      // slots holding a job
+  EngineMetrics metrics_;  // counters (gauges are filled in by metrics())
   std::thread thread_;
 };
 

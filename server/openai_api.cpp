@@ -1,20 +1,28 @@
 #include "server/openai_api.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <limits>
 
 namespace ember::server {
 namespace {
 
 using nlohmann::json;
 
+std::string num(double d) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", d);
+  return buf;
+}
+
 double number_field(const json& j, const char* name, double lo, double hi) {
   const json& v = j.at(name);
   if (!v.is_number()) throw BadRequest(std::string("'") + name + "' must be a number", name);
   const double d = v.get<double>();
   if (!std::isfinite(d) || d < lo || d > hi) {
-    throw BadRequest(std::string("'") + name + "' must be between " + std::to_string(lo) + " and " +
-                         std::to_string(hi),
-                     name);
+    throw BadRequest(std::string("'") + name + "' must be between " + num(lo) + " and " + num(hi), name);
   }
   return d;
 }
@@ -48,6 +56,7 @@ json parse_object(const std::string& body) {
 }
 
 void parse_common(const json& j, CompletionRequest& r, const RequestLimits& limits);
+void parse_prompt(const json& p, CompletionRequest& r, const RequestLimits& limits);
 
 }  // namespace
 
@@ -55,17 +64,7 @@ CompletionRequest parse_completion_request(const std::string& body, const Reques
   const json j = parse_object(body);
   CompletionRequest r;
   if (!present(j, "prompt")) throw BadRequest("'prompt' is required", "prompt");
-  const json& p = j.at("prompt");
-  if (p.is_string()) {
-    r.prompt = p.get<std::string>();
-  } else if (p.is_array() && p.size() == 1 && p[0].is_string()) {
-    r.prompt = p[0].get<std::string>();
-  } else {
-    throw BadRequest("'prompt' must be a string (or an array of one string)", "prompt");
-  }
-  if (r.prompt.size() > limits.max_prompt_bytes) {
-    throw BadRequest("'prompt' is longer than " + std::to_string(limits.max_prompt_bytes) + " bytes", "prompt");
-  }
+  parse_prompt(j.at("prompt"), r, limits);
   parse_common(j, r, limits);
   return r;
 }
@@ -115,18 +114,109 @@ CompletionRequest parse_chat_request(const std::string& body, const RequestLimit
     }
     r.messages.push_back(std::move(msg));
   }
-  if (present(j, "max_completion_tokens") && !present(j, "max_tokens")) {
-    r.max_tokens = integer_field(j, "max_completion_tokens", 1, limits.max_tokens);
-    r.max_tokens_given = true;
-  }
   parse_common(j, r, limits);
   return r;
 }
 
 namespace {
 
+// A token id in a prompt: range-checked against the vocabulary later (prepare_completion_job), but
+// it must be a non-negative 32-bit integer to be stored at all.
+int32_t token_id(const json& v, const std::string& where) {
+  if (!v.is_number_integer()) throw BadRequest("'" + where + "' must be an integer token id", "prompt");
+  if (v.is_number_unsigned() ? v.get<uint64_t>() > INT32_MAX : (v.get<int64_t>() < 0 || v.get<int64_t>() > INT32_MAX)) {
+    throw BadRequest("'" + where + "' is not a valid token id", "prompt");
+  }
+  return static_cast<int32_t>(v.get<int64_t>());
+}
+
+void parse_token_prompt(const json& ids, const std::string& where, CompletionRequest& r, const RequestLimits& limits) {
+  if (ids.size() > limits.max_prompt_tokens) {
+    throw BadRequest("'prompt' has more than " + std::to_string(limits.max_prompt_tokens) + " tokens", "prompt");
+  }
+  r.prompt_tokens.reserve(ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) r.prompt_tokens.push_back(token_id(ids[i], where + "[" + std::to_string(i) + "]"));
+  r.prompt_is_tokens = true;
+}
+
+// OpenAI accepts a string, an array of strings, an array of token ids or an array of token-id
+// arrays; the arrays hold one prompt each. One prompt per request here.
+void parse_prompt(const json& p, CompletionRequest& r, const RequestLimits& limits) {
+  const char* kMany = "'prompt' holds several prompts; send one request per prompt";
+  if (p.is_string()) {
+    r.prompt = p.get<std::string>();
+  } else if (!p.is_array() || p.empty()) {
+    throw BadRequest("'prompt' must be a string, an array of one string or an array of token ids", "prompt");
+  } else if (p[0].is_string()) {
+    if (p.size() != 1) throw BadRequest(kMany, "prompt");
+    r.prompt = p[0].get<std::string>();
+  } else if (p[0].is_array()) {
+    if (p.size() != 1) throw BadRequest(kMany, "prompt");
+    if (p[0].empty()) throw BadRequest("'prompt' is empty", "prompt");
+    parse_token_prompt(p[0], "prompt[0]", r, limits);
+  } else if (p[0].is_number()) {
+    parse_token_prompt(p, "prompt", r, limits);
+  } else {
+    throw BadRequest("'prompt' must be a string, an array of one string or an array of token ids", "prompt");
+  }
+  if (r.prompt.size() > limits.max_prompt_bytes) {
+    throw BadRequest("'prompt' is longer than " + std::to_string(limits.max_prompt_bytes) + " bytes", "prompt");
+  }
+}
+
+void parse_stop(const json& v, CompletionRequest& r, const RequestLimits& limits) {
+  auto add = [&](const json& s, const std::string& where) {
+    if (!s.is_string()) throw BadRequest("'" + where + "' must be a string", "stop");
+    std::string text = s.get<std::string>();
+    if (text.empty()) throw BadRequest("'" + where + "' must not be empty", "stop");
+    if (text.size() > limits.max_stop_bytes) {
+      throw BadRequest("'" + where + "' is longer than " + std::to_string(limits.max_stop_bytes) + " bytes", "stop");
+    }
+    r.stop.push_back(std::move(text));
+  };
+  if (v.is_string()) return add(v, "stop");
+  if (!v.is_array()) throw BadRequest("'stop' must be a string or an array of strings", "stop");
+  if (v.size() > limits.max_stop_strings) {
+    throw BadRequest("'stop' has more than " + std::to_string(limits.max_stop_strings) + " strings", "stop");
+  }
+  for (size_t i = 0; i < v.size(); ++i) add(v[i], "stop[" + std::to_string(i) + "]");
+}
+
+// Keys are token ids as decimal strings ("50256"); the ids are checked against the vocabulary in
+// prepare_completion_job. OpenAI's -100 means "never": it becomes -inf, which the sampler treats as
+// a ban (a finite -100 can still win when every other logit is lower).
+void parse_logit_bias(const json& v, CompletionRequest& r, const RequestLimits& limits) {
+  if (!v.is_object()) throw BadRequest("'logit_bias' must be an object mapping token ids to numbers", "logit_bias");
+  if (v.size() > limits.max_logit_bias) {
+    throw BadRequest("'logit_bias' has more than " + std::to_string(limits.max_logit_bias) + " entries", "logit_bias");
+  }
+  r.sampling.logit_bias.clear();
+  r.sampling.logit_bias.reserve(v.size());
+  for (const auto& [key, value] : v.items()) {
+    const std::string where = "logit_bias[\"" + key.substr(0, 32) + "\"]";
+    int64_t id = 0;
+    const bool digits = !key.empty() && key.size() <= 10 &&
+                        std::all_of(key.begin(), key.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (digits) id = std::stoll(key);
+    if (!digits || id > INT32_MAX) throw BadRequest("'" + where + "': the key must be a token id", "logit_bias");
+    if (!value.is_number()) throw BadRequest("'" + where + "' must be a number", "logit_bias");
+    const double bias = value.get<double>();
+    if (!std::isfinite(bias) || bias < -100 || bias > 100) {
+      throw BadRequest("'" + where + "' must be between -100 and 100", "logit_bias");
+    }
+    r.sampling.logit_bias.emplace_back(static_cast<int32_t>(id),
+                                       bias <= -100 ? -std::numeric_limits<float>::infinity() : static_cast<float>(bias));
+  }
+}
+
 void parse_common(const json& j, CompletionRequest& r, const RequestLimits& limits) {
   if (present(j, "model") && !j.at("model").is_string()) throw BadRequest("'model' must be a string", "model");
+  // max_completion_tokens is the newer name (both endpoints); max_tokens wins when both are sent,
+  // but both must be valid.
+  if (present(j, "max_completion_tokens")) {
+    r.max_tokens = integer_field(j, "max_completion_tokens", 1, limits.max_tokens);
+    r.max_tokens_given = true;
+  }
   if (present(j, "max_tokens")) {
     r.max_tokens = integer_field(j, "max_tokens", 1, limits.max_tokens);
     r.max_tokens_given = true;
@@ -141,6 +231,12 @@ void parse_common(const json& j, CompletionRequest& r, const RequestLimits& limi
   if (present(j, "frequency_penalty")) {
     r.sampling.frequency_penalty = static_cast<float>(number_field(j, "frequency_penalty", -2, 2));
   }
+  if (present(j, "repeat_penalty")) {
+    const double p = number_field(j, "repeat_penalty", 0, 10);
+    if (p <= 0) throw BadRequest("'repeat_penalty' must be greater than 0 (1 = off)", "repeat_penalty");
+    r.sampling.repeat_penalty = static_cast<float>(p);
+  }
+  if (present(j, "logit_bias")) parse_logit_bias(j.at("logit_bias"), r, limits);
   if (present(j, "seed")) {
     const json& s = j.at("seed");
     if (!s.is_number_integer()) throw BadRequest("'seed' must be an integer", "seed");
@@ -151,14 +247,38 @@ void parse_common(const json& j, CompletionRequest& r, const RequestLimits& limi
     if (!j.at("stream").is_boolean()) throw BadRequest("'stream' must be a boolean", "stream");
     r.stream = j.at("stream").get<bool>();
   }
-  if (present(j, "n") && integer_field(j, "n", 1, 1) != 1) throw BadRequest("only n = 1 is supported", "n");
-  if (present(j, "stop")) throw BadRequest("'stop' is not supported yet", "stop");
+  if (present(j, "stream_options")) {
+    const json& so = j.at("stream_options");
+    if (!so.is_object()) throw BadRequest("'stream_options' must be an object", "stream_options");
+    if (!r.stream) throw BadRequest("'stream_options' is only allowed when 'stream' is true", "stream_options");
+    if (present(so, "include_usage")) {
+      if (!so.at("include_usage").is_boolean()) {
+        throw BadRequest("'stream_options.include_usage' must be a boolean", "stream_options.include_usage");
+      }
+      r.include_usage = so.at("include_usage").get<bool>();
+    }
+  }
+  if (present(j, "n")) {
+    const json& n = j.at("n");
+    if (!n.is_number_integer()) throw BadRequest("'n' must be an integer", "n");
+    if (n.is_number_unsigned() ? n.get<uint64_t>() != 1 : n.get<int64_t>() != 1) {
+      throw BadRequest("only n = 1 is supported (one choice per request)", "n");
+    }
+  }
+  if (present(j, "stop")) parse_stop(j.at("stop"), r, limits);
+  // `user` is accepted and ignored (it is only a label for the provider's abuse monitoring).
 }
 
 }  // namespace
 
 const char* openai_finish_reason(FinishReason finish) {
-  return finish == FinishReason::EndOfGeneration ? "stop" : "length";
+  switch (finish) {
+    case FinishReason::EndOfGeneration:
+    case FinishReason::StopSequence: return "stop";
+    case FinishReason::Length:
+    case FinishReason::Cancelled: break;  // a cancelled stream has no reader; "length" keeps the enum closed
+  }
+  return "length";
 }
 
 json completion_response(const std::string& id, int64_t created, const std::string& model, const std::string& text,

@@ -27,13 +27,17 @@ class BadRequest : public std::runtime_error {
 };
 
 struct CompletionRequest {
-  std::string prompt;                // /v1/completions
+  std::string prompt;                // /v1/completions, as text
+  std::vector<int32_t> prompt_tokens;  // /v1/completions, as token ids (prompt is then empty)
+  bool prompt_is_tokens = false;
   std::vector<ChatMessage> messages;  // /v1/chat/completions
   int64_t max_tokens = 16;  // OpenAI's default for /v1/completions
   bool max_tokens_given = false;  // chat without it: the rest of the context window
   SamplingParams sampling;  // Ember's (llama.cpp's) defaults where the request says nothing
   bool seed_given = false;
   bool stream = false;
+  bool include_usage = false;         // stream_options.include_usage: a usage chunk before [DONE]
+  std::vector<std::string> stop;      // stop sequences (not included in the output)
 };
 
 // Field limits; anything outside is a BadRequest.
@@ -41,13 +45,22 @@ struct RequestLimits {
   int64_t max_tokens = 1 << 20;     // further capped by the context window after tokenizing
   size_t max_prompt_bytes = 1 << 20;  // the prompt, or all message contents together
   size_t max_messages = 1024;
+  size_t max_prompt_tokens = 1 << 20;  // a prompt given as token ids
+  size_t max_stop_strings = 4;       // OpenAI's limit
+  size_t max_stop_bytes = 256;       // per stop string
+  size_t max_logit_bias = 1024;      // entries
 };
 
 // Parses a /v1/completions body. Unknown fields are ignored (clients send many); known ones are
-// type- and range-checked. Throws BadRequest.
+// type- and range-checked. `prompt` is a string or an array of one string (-> prompt), or an
+// array of token ids or of one such array (-> prompt_tokens, prompt_is_tokens). Common to both
+// endpoints: max_tokens / max_completion_tokens (max_tokens wins), temperature, top_p, top_k,
+// min_p, presence_penalty, frequency_penalty, repeat_penalty, logit_bias (-100 bans the token:
+// stored as -inf), seed, stream, stream_options.include_usage (only with stream), n (1), stop,
+// user (ignored). Throws BadRequest.
 CompletionRequest parse_completion_request(const std::string& body, const RequestLimits& limits = {});
 // The same for /v1/chat/completions: `messages` (role + content as a string or an array of text
-// parts) instead of `prompt`; `max_completion_tokens` is accepted as a synonym of `max_tokens`.
+// parts) instead of `prompt`.
 CompletionRequest parse_chat_request(const std::string& body, const RequestLimits& limits = {});
 
 // Response bodies. `created` is Unix seconds.
@@ -68,7 +81,7 @@ nlohmann::json model_list(const std::string& id, int64_t created);
 nlohmann::json error_body(const std::string& message, const std::string& type, const std::string& param = {},
                           const std::string& code = {});
 
-// OpenAI's finish_reason: "length" or "stop".
+// OpenAI's finish_reason: "stop" (end of generation or a stop sequence) or "length".
 const char* openai_finish_reason(FinishReason finish);
 
 // "data: {json}\n\n"

@@ -1,6 +1,7 @@
 #pragma once
 // The decode loop: evaluate a prompt, then sample, stream and evaluate one token at a time until
-// a stop condition. Shared by `ember run`, the benchmarks and (later) the daemon's engine thread.
+// a stop condition. generate() runs one sequence to the end (`ember run`, the benchmarks); the
+// daemon's engine steps several SequenceGenerators (core/model/sequence_generator.h) in turn.
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -12,7 +13,12 @@
 
 namespace ember {
 
-enum class FinishReason { Length, EndOfGeneration, Cancelled };
+enum class FinishReason {
+  Length,           // max_tokens generated
+  EndOfGeneration,  // the model produced an end-of-generation token
+  StopSequence,     // the text reached one of the request's stop strings
+  Cancelled,        // the caller stopped it
+};
 const char* finish_reason_name(FinishReason r);
 
 struct GenerationLimits {
@@ -22,17 +28,20 @@ struct GenerationLimits {
 
 struct GenerationStats {
   int64_t prompt_tokens = 0;
+  int64_t cached_prompt_tokens = 0;  // of prompt_tokens, already in the context (prefix reuse)
+  int64_t prefill_tokens = 0;        // of prompt_tokens, evaluated (fewer if cancelled mid-prompt)
   int64_t generated_tokens = 0;
   double prefill_seconds = 0.0;
   int64_t decoded_tokens = 0;   // single-token evaluations after the prefill
   double decode_seconds = 0.0;  // time spent in them, sampling included
   FinishReason finish = FinishReason::Length;
-  double prefill_tokens_per_s() const { return prefill_seconds > 0 ? prompt_tokens / prefill_seconds : 0.0; }
+  double prefill_tokens_per_s() const { return prefill_seconds > 0 ? prefill_tokens / prefill_seconds : 0.0; }
   double decode_tokens_per_s() const { return decode_seconds > 0 ? decoded_tokens / decode_seconds : 0.0; }
 };
 
-// Called with each generated token id and its newly complete text (UTF-8 safe, may be empty);
-// once more at the end with token -1 if the detokenizer held back an incomplete UTF-8 tail.
+// Called with each generated token id and its newly complete text (UTF-8 safe, may be empty; text
+// that may begin a stop sequence is held back); once more at the end with token -1 for what was
+// held back (an incomplete UTF-8 tail, an undecided stop-sequence start), if anything.
 // Return false to stop (FinishReason::Cancelled).
 using TokenSink = std::function<bool(int32_t token, std::string_view text)>;
 

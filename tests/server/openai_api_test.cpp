@@ -1,6 +1,10 @@
 // Request validation and response shapes, without sockets.
 #include <doctest/doctest.h>
 
+#include <cmath>
+#include <string>
+#include <vector>
+
 #include "server/openai_api.h"
 
 using namespace ember;
@@ -46,7 +50,6 @@ TEST_CASE("openai_api: bad requests name the field") {
   CHECK(param_of(R"({"prompt":"x","top_k":1e3})") == "top_k");
   CHECK(param_of(R"({"prompt":["a","b"]})") == "prompt");
   CHECK(param_of(R"({"prompt":"x","model":5})") == "model");
-  CHECK(param_of(R"({"prompt":"x","stop":"\n"})") == "stop");
   CHECK(param_of("{}") == "prompt");
   CHECK(param_of("nope") == "");
   RequestLimits small;
@@ -85,4 +88,137 @@ TEST_CASE("openai_api: chat requests and shapes") {
   auto full = chat_response("c", 1, "m", "hi", FinishReason::EndOfGeneration, 2, 1);
   CHECK(full["choices"][0]["message"]["content"] == "hi");
   CHECK(full["choices"][0]["finish_reason"] == "stop");
+}
+
+namespace {
+std::string rejected_param(const std::string& body, bool chat = false) {
+  try {
+    if (chat) {
+      parse_chat_request(body);
+    } else {
+      parse_completion_request(body);
+    }
+  } catch (const BadRequest& e) {
+    return e.param();
+  }
+  return "<accepted>";
+}
+std::string rejected_message(const std::string& body) {
+  try {
+    parse_completion_request(body);
+  } catch (const BadRequest& e) {
+    return e.what();
+  }
+  return "<accepted>";
+}
+}  // namespace
+
+TEST_CASE("openai_api: prompt as a string, one string, token ids or one array of token ids") {
+  auto r = parse_completion_request(R"({"prompt":[1,2,3]})");
+  CHECK(r.prompt_is_tokens);
+  CHECK(r.prompt_tokens == std::vector<int32_t>{1, 2, 3});
+  CHECK(r.prompt.empty());
+  r = parse_completion_request(R"({"prompt":[[4,5]]})");
+  CHECK(r.prompt_is_tokens);
+  CHECK(r.prompt_tokens == std::vector<int32_t>{4, 5});
+  r = parse_completion_request(R"({"prompt":["text"]})");
+  CHECK(!r.prompt_is_tokens);
+  CHECK(r.prompt == "text");
+  CHECK(rejected_message(R"({"prompt":["a","b"]})").find("one request per prompt") != std::string::npos);
+  CHECK(rejected_message(R"({"prompt":[[1],[2]]})").find("one request per prompt") != std::string::npos);
+  CHECK(rejected_param(R"({"prompt":[]})") == "prompt");
+  CHECK(rejected_param(R"({"prompt":[[]]})") == "prompt");
+  CHECK(rejected_param(R"({"prompt":[1,-2]})") == "prompt");
+  CHECK(rejected_message(R"({"prompt":[1,-2]})").find("prompt[1]") != std::string::npos);
+  CHECK(rejected_param(R"({"prompt":[1,2.5]})") == "prompt");
+  CHECK(rejected_param(R"({"prompt":[1,"a"]})") == "prompt");
+  CHECK(rejected_param(R"({"prompt":[4294967296]})") == "prompt");
+  CHECK(rejected_param(R"({"prompt":[true]})") == "prompt");
+  CHECK(rejected_param(R"({"prompt":{"text":"x"}})") == "prompt");
+  RequestLimits small;
+  small.max_prompt_tokens = 2;
+  CHECK_THROWS_AS(parse_completion_request(R"({"prompt":[1,2,3]})", small), BadRequest);
+}
+
+TEST_CASE("openai_api: max_tokens and max_completion_tokens on both endpoints") {
+  CHECK(parse_completion_request(R"({"prompt":"x","max_completion_tokens":7})").max_tokens == 7);
+  CHECK(parse_completion_request(R"({"prompt":"x","max_completion_tokens":7,"max_tokens":3})").max_tokens == 3);
+  const std::string msgs = R"("messages":[{"role":"user","content":"a"}])";
+  CHECK(parse_chat_request("{" + msgs + R"(,"max_tokens":2,"max_completion_tokens":9})").max_tokens == 2);
+  CHECK(parse_chat_request("{" + msgs + R"(,"max_completion_tokens":9})").max_tokens == 9);
+  CHECK(rejected_param(R"({"prompt":"x","max_completion_tokens":0})") == "max_completion_tokens");
+  CHECK(rejected_param(R"({"prompt":"x","max_completion_tokens":"5","max_tokens":3})") == "max_completion_tokens");
+}
+
+TEST_CASE("openai_api: stop strings") {
+  CHECK(parse_completion_request(R"({"prompt":"x","stop":"\n"})").stop == std::vector<std::string>{"\n"});
+  CHECK(parse_completion_request(R"({"prompt":"x","stop":["a","b","c","d"]})").stop.size() == 4);
+  CHECK(parse_completion_request(R"({"prompt":"x","stop":[]})").stop.empty());
+  CHECK(parse_completion_request(R"({"prompt":"x","stop":null})").stop.empty());
+  CHECK(rejected_param(R"({"prompt":"x","stop":["a","b","c","d","e"]})") == "stop");
+  CHECK(rejected_param(R"({"prompt":"x","stop":""})") == "stop");
+  CHECK(rejected_param(R"({"prompt":"x","stop":["a",""]})") == "stop");
+  CHECK(rejected_param(R"({"prompt":"x","stop":["a",3]})") == "stop");
+  CHECK(rejected_param(R"({"prompt":"x","stop":5})") == "stop");
+  CHECK(rejected_param(R"({"prompt":"x","stop":")" + std::string(257, 'a') + "\"}") == "stop");
+  CHECK(rejected_param(R"({"messages":[{"role":"user","content":"a"}],"stop":{}})", true) == "stop");
+}
+
+TEST_CASE("openai_api: penalties, logit_bias and local sampling extensions") {
+  auto r = parse_completion_request(
+      R"({"prompt":"x","presence_penalty":-2,"frequency_penalty":2,"repeat_penalty":1.1,"logit_bias":{"0":-100,"42":3.5}})");
+  CHECK(r.sampling.presence_penalty == doctest::Approx(-2));
+  CHECK(r.sampling.frequency_penalty == doctest::Approx(2));
+  CHECK(r.sampling.repeat_penalty == doctest::Approx(1.1));
+  REQUIRE(r.sampling.logit_bias.size() == 2);
+  for (const auto& [id, bias] : r.sampling.logit_bias) {
+    if (id == 0) CHECK((std::isinf(bias) && bias < 0));
+    if (id == 42) CHECK(bias == doctest::Approx(3.5));
+  }
+  CHECK(rejected_param(R"({"prompt":"x","presence_penalty":2.5})") == "presence_penalty");
+  CHECK(rejected_param(R"({"prompt":"x","frequency_penalty":"1"})") == "frequency_penalty");
+  CHECK(rejected_param(R"({"prompt":"x","repeat_penalty":0})") == "repeat_penalty");
+  CHECK(rejected_param(R"({"prompt":"x","repeat_penalty":10.5})") == "repeat_penalty");
+  CHECK(parse_completion_request(R"({"prompt":"x","repeat_penalty":10})").sampling.repeat_penalty == 10.0f);
+  CHECK(rejected_param(R"({"prompt":"x","logit_bias":[1]})") == "logit_bias");
+  CHECK(rejected_param(R"({"prompt":"x","logit_bias":{"a":1}})") == "logit_bias");
+  CHECK(rejected_param(R"({"prompt":"x","logit_bias":{"-1":1}})") == "logit_bias");
+  CHECK(rejected_param(R"({"prompt":"x","logit_bias":{"+1":1}})") == "logit_bias");
+  CHECK(rejected_param(R"({"prompt":"x","logit_bias":{"99999999999":1}})") == "logit_bias");
+  CHECK(rejected_param(R"({"prompt":"x","logit_bias":{"1":101}})") == "logit_bias");
+  CHECK(rejected_param(R"({"prompt":"x","logit_bias":{"1":"5"}})") == "logit_bias");
+  RequestLimits small;
+  small.max_logit_bias = 1;
+  CHECK_THROWS_AS(parse_completion_request(R"({"prompt":"x","logit_bias":{"1":1,"2":2}})", small), BadRequest);
+  CHECK(parse_completion_request(R"({"prompt":"x","logit_bias":{}})").sampling.logit_bias.empty());
+  CHECK(rejected_param(R"({"prompt":"x","top_p":-0.1})") == "top_p");
+  CHECK(rejected_param(R"({"prompt":"x","min_p":1.1})") == "min_p");
+  CHECK(rejected_param(R"({"prompt":"x","seed":1.5})") == "seed");
+  CHECK(parse_completion_request(R"({"prompt":"x","seed":-1})").seed_given);
+}
+
+TEST_CASE("openai_api: stream_options, n and user") {
+  auto r = parse_completion_request(R"({"prompt":"x","stream":true,"stream_options":{"include_usage":true}})");
+  CHECK(r.include_usage);
+  CHECK(!parse_completion_request(R"({"prompt":"x","stream":true,"stream_options":{}})").include_usage);
+  CHECK(!parse_completion_request(R"({"prompt":"x","stream_options":null})").include_usage);
+  CHECK(rejected_param(R"({"prompt":"x","stream_options":{"include_usage":true}})") == "stream_options");
+  CHECK(rejected_param(R"({"prompt":"x","stream":false,"stream_options":{"include_usage":true}})") == "stream_options");
+  CHECK(rejected_param(R"({"prompt":"x","stream":true,"stream_options":true})") == "stream_options");
+  CHECK(rejected_param(R"({"prompt":"x","stream":true,"stream_options":{"include_usage":1}})") ==
+        "stream_options.include_usage");
+  CHECK(rejected_param(R"({"messages":[{"role":"user","content":"a"}],"stream_options":{}})", true) ==
+        "stream_options");
+  CHECK(parse_completion_request(R"({"prompt":"x","n":1,"user":{"any":"thing"},"unknown":[1]})").prompt == "x");
+  CHECK(rejected_param(R"({"prompt":"x","n":2})") == "n");
+  CHECK(rejected_param(R"({"prompt":"x","n":"1"})") == "n");
+  CHECK(rejected_message(R"({"prompt":"x","n":3})").find("n = 1") != std::string::npos);
+}
+
+TEST_CASE("openai_api: stop sequences finish with \"stop\"") {
+  CHECK(std::string(openai_finish_reason(FinishReason::StopSequence)) == "stop");
+  CHECK(std::string(openai_finish_reason(FinishReason::EndOfGeneration)) == "stop");
+  CHECK(std::string(openai_finish_reason(FinishReason::Length)) == "length");
+  auto r = completion_response("c", 1, "m", "t", FinishReason::StopSequence, 1, 1);
+  CHECK(r["choices"][0]["finish_reason"] == "stop");
 }

@@ -1,0 +1,19 @@
+#pragma once
+// Turns a parsed OpenAI request into an engine job: renders the chat template, tokenizes, checks
+// the prompt against the context window and the sampling parameters against the vocabulary. Runs
+// on the HTTP side (tokenizing is cheap and thread-safe); the engine only generates.
+#include <cstdint>
+
+#include "core/chat/chat_template.h"
+#include "core/model/model.h"
+#include "server/engine_worker.h"
+#include "server/openai_api.h"
+
+namespace ember::server {
+
+// The job's prompt, sampling, max_tokens and stop strings; the caller sets `cancelled` and the
+// callbacks. Throws BadRequest naming the field (e.g. a prompt longer than the context).
+GenerationJob prepare_completion_job(CompletionRequest& request, bool chat, const Model& model,
+                                     ChatTemplate chat_template, int64_t n_ctx);
+
+}  // namespace ember::server
