@@ -1,42 +1,184 @@
 #include "server/http_server.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <cerrno>
 #include <csignal>
+#include <cstring>
 #include <future>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
+#include "server/access_control.h"
 #include "server/http_session.h"
+#include "server/listen_spec.h"
 
 namespace ember::server {
 namespace net = boost::asio;
 using tcp = net::ip::tcp;
+using unix_socket = net::local::stream_protocol;
 
 namespace {
+
 int64_t unix_now() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
-}  // namespace
 
-struct HttpServer::Impl {
-  Impl(EngineWorker& engine, ServerOptions options)
-      : state(engine, std::move(options), unix_now()), acceptor(ioc), signals(ioc, SIGINT, SIGTERM) {}
+// After a failed accept (e.g. out of file descriptors) wait a little instead of spinning.
+constexpr auto kAcceptRetryDelay = std::chrono::milliseconds(50);
+// After the grace period: how long the final error events get to reach their clients.
+constexpr auto kShutdownFlush = std::chrono::seconds(1);
 
-  void accept() {
-    acceptor.async_accept(net::make_strand(ioc), [this](boost::system::error_code ec, tcp::socket socket) {
-      if (!acceptor.is_open()) return;  // closed by stop()
-      if (!ec) std::make_shared<HttpSession>(std::move(socket), state)->start();
-      accept();  // a failed accept (e.g. out of descriptors) must not stop the server
+class Listener {
+ public:
+  virtual ~Listener() = default;
+  virtual void accept() = 0;
+  virtual void close() = 0;  // on the I/O threads (or before they run)
+  virtual std::string describe() const = 0;
+  virtual uint16_t port() const { return 0; }
+};
+
+template <class Protocol>
+class ProtocolListener final : public Listener {
+ public:
+  ProtocolListener(net::io_context& ioc, ServerState& state, bool check_host)
+      : ioc_(ioc), state_(state), acceptor_(ioc), retry_(ioc), check_host_(check_host) {}
+
+  void bind(const typename Protocol::endpoint& endpoint, const std::string& name) {
+    name_ = name;
+    boost::system::error_code ec;
+    auto fail = [&](const char* what) {
+      throw std::runtime_error(std::string("cannot ") + what + " " + name + ": " + ec.message());
+    };
+    if (acceptor_.open(endpoint.protocol(), ec)) fail("open a socket for");
+    if constexpr (std::is_same_v<Protocol, tcp>) {
+      if (acceptor_.set_option(net::socket_base::reuse_address(true), ec)) fail("set SO_REUSEADDR on");
+    }
+    if (acceptor_.bind(endpoint, ec)) fail("bind");
+    bound_ = true;  // from here on the socket file (if any) is ours to remove
+    if (acceptor_.listen(net::socket_base::max_listen_connections, ec)) fail("listen on");
+    // Recorded now, so callers never query the acceptor while the I/O threads use it.
+    description_ = name;
+    if constexpr (std::is_same_v<Protocol, tcp>) {
+      const auto bound = acceptor_.local_endpoint(ec);
+      if (ec) fail("read the bound address of");
+      ListenSpec spec;
+      spec.host = bound.address().to_string();
+      spec.port = port_ = bound.port();
+      description_ = spec.to_string();
+    }
+  }
+
+  void accept() override {
+    acceptor_.async_accept(net::make_strand(ioc_), [this](boost::system::error_code ec, typename Protocol::socket socket) {
+      if (!acceptor_.is_open()) return;  // closed by stop()
+      if (!ec) {
+        std::make_shared<HttpSession<Protocol>>(std::move(socket), state_, check_host_)->start();
+        return accept();
+      }
+      retry_.expires_after(kAcceptRetryDelay);
+      retry_.async_wait([this](boost::system::error_code wait_ec) {
+        if (!wait_ec && acceptor_.is_open()) accept();
+      });
     });
   }
 
-  ServerState state;
+  void close() override {
+    boost::system::error_code ignored;
+    acceptor_.close(ignored);
+    retry_.cancel();
+    if constexpr (std::is_same_v<Protocol, unix_socket>) {
+      if (bound_) ::unlink(name_.c_str() + 5);  // the path after "unix:"
+    }
+    bound_ = false;
+  }
+
+  std::string describe() const override { return description_; }
+  uint16_t port() const override { return port_; }
+
+ private:
+  net::io_context& ioc_;
+  ServerState& state_;
+  typename Protocol::acceptor acceptor_;
+  net::steady_timer retry_;
+  bool check_host_;
+  bool bound_ = false;
+  std::string name_;
+  std::string description_;
+  uint16_t port_ = 0;
+};
+
+// A socket file left by a server that died is removed; a live one (something accepts on it) or a
+// file that is not a socket is an error, never deleted.
+void clear_stale_socket(net::io_context& ioc, const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return;  // nothing there
+  if (!S_ISSOCK(st.st_mode)) {
+    throw std::runtime_error("cannot listen on unix:" + path + ": the file exists and is not a socket");
+  }
+  unix_socket::socket probe(ioc);
+  boost::system::error_code ec;
+  probe.connect(unix_socket::endpoint(path), ec);
+  if (!ec) throw std::runtime_error("cannot listen on unix:" + path + ": another server is listening there");
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+    throw std::runtime_error("cannot remove the stale socket file " + path + ": " + std::strerror(errno));
+  }
+}
+
+}  // namespace
+
+struct HttpServer::Impl {
+  explicit Impl(ServerOptions options) : state(std::move(options), unix_now()), signals(ioc, SIGINT, SIGTERM) {}
+
+  void listen_on(const ListenSpec& spec) {
+    if (spec.kind == ListenSpec::Kind::Unix) {
+      clear_stale_socket(ioc, spec.path);
+      auto l = std::make_unique<ProtocolListener<unix_socket>>(ioc, state, /*check_host=*/false);
+      // Pushed before binding so a later failure still removes the file.
+      auto* raw = l.get();
+      listeners.push_back(std::move(l));
+      raw->bind(unix_socket::endpoint(spec.path), spec.to_string());
+      return;
+    }
+    boost::system::error_code ec;
+    // "localhost" is the loopback address, never a name lookup (which could return anything).
+    const auto address = net::ip::make_address(spec.host == "localhost" ? "127.0.0.1" : spec.host, ec);
+    if (ec) throw std::runtime_error("invalid listen address '" + spec.host + "': " + ec.message());
+    auto l = std::make_unique<ProtocolListener<tcp>>(ioc, state, is_loopback_listen_host(address.to_string()));
+    l->bind(tcp::endpoint(address, spec.port), spec.to_string());
+    listeners.push_back(std::move(l));
+  }
+
+  void close_listeners() {
+    for (auto& l : listeners) l->close();
+    boost::system::error_code ignored;
+    signals.cancel(ignored);
+  }
+
+  // Polls until no request is being answered or the deadline passes.
+  bool wait_idle(std::chrono::steady_clock::time_point deadline) const {
+    while (state.active_requests.load() > 0) {
+      if (std::chrono::steady_clock::now() >= deadline) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return true;
+  }
+
+  ServerState state;  // declared first: sessions destroyed with the io_context still use it
   net::io_context ioc;
-  tcp::acceptor acceptor;
+  // Keeps run() going until stop() even when nothing is pending (e.g. every listener failed).
+  net::executor_work_guard<net::io_context::executor_type> work{ioc.get_executor()};
+  std::vector<std::unique_ptr<Listener>> listeners;
   net::signal_set signals;
   std::promise<void> signalled;
   bool signal_seen = false;
@@ -44,49 +186,68 @@ struct HttpServer::Impl {
   bool stopped = false;
 };
 
-HttpServer::HttpServer(EngineWorker& engine, ServerOptions options)
-    : impl_(std::make_unique<Impl>(engine, std::move(options))) {
-  const ServerOptions& o = impl_->state.options;
-  const Model& model = engine.model();
-  impl_->state.chat_template =
-      resolve_chat_template(o.chat_template.empty() ? std::nullopt : std::optional<std::string_view>(o.chat_template),
-                            model.file().metadata().get_string("tokenizer.chat_template"),
-                            model.tokenizer().model_name())
-          .family;
-  boost::system::error_code ec;
-  const auto address = net::ip::make_address(o.host, ec);
-  if (ec) throw std::runtime_error("invalid listen address '" + o.host + "': " + ec.message());
-  const tcp::endpoint endpoint(address, o.port);
-  auto& a = impl_->acceptor;
-  auto fail = [&](const char* what) {
-    throw std::runtime_error(std::string("cannot ") + what + " " + o.host + ":" + std::to_string(o.port) + ": " +
-                             ec.message());
-  };
-  if (a.open(endpoint.protocol(), ec)) fail("open a socket for");
-  if (a.set_option(net::socket_base::reuse_address(true), ec)) fail("set SO_REUSEADDR on");
-  if (a.bind(endpoint, ec)) fail("bind");
-  if (a.listen(net::socket_base::max_listen_connections, ec)) fail("listen on");
+HttpServer::HttpServer(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {
+  std::vector<ListenSpec> specs;
+  try {
+    specs = listen_specs(impl_->state.options);
+  } catch (const std::invalid_argument& e) {
+    throw std::runtime_error(e.what());
+  }
+  try {
+    for (const auto& spec : specs) impl_->listen_on(spec);
+  } catch (...) {
+    impl_->close_listeners();  // removes the socket files already created
+    throw;
+  }
+}
+
+HttpServer::HttpServer(EngineWorker& engine, ServerOptions options) : HttpServer(std::move(options)) {
+  attach(engine);
 }
 
 HttpServer::~HttpServer() { stop(std::chrono::milliseconds(0)); }
 
+void HttpServer::attach(EngineWorker& engine) {
+  ServerState& s = impl_->state;
+  if (s.ready_engine() != nullptr) throw std::logic_error("HttpServer::attach: an engine is already attached");
+  const ServerOptions& o = s.options;
+  const Model& model = engine.model();
+  // Written before the release store of `engine`; sessions read it only after loading `engine`.
+  s.chat_template =
+      resolve_chat_template(o.chat_template.empty() ? std::nullopt : std::optional<std::string_view>(o.chat_template),
+                            model.file().metadata().get_string("tokenizer.chat_template"),
+                            model.tokenizer().model_name())
+          .family;
+  s.engine.store(&engine, std::memory_order_release);
+}
+
+bool HttpServer::attached() const { return impl_->state.ready_engine() != nullptr; }
+
 uint16_t HttpServer::port() const {
-  boost::system::error_code ec;
-  auto ep = impl_->acceptor.local_endpoint(ec);
-  return ec ? 0 : ep.port();
+  for (const auto& l : impl_->listeners) {
+    if (const uint16_t p = l->port()) return p;
+  }
+  return 0;
+}
+
+std::vector<std::string> HttpServer::endpoints() const {
+  std::vector<std::string> out;
+  for (const auto& l : impl_->listeners) out.push_back(l->describe());
+  return out;
 }
 
 ChatTemplate HttpServer::chat_template() const { return impl_->state.chat_template; }
 
 void HttpServer::start(int io_threads) {
   Impl& s = *impl_;
+  if (s.stopped || !s.threads.empty()) return;
   s.signals.async_wait([&s](boost::system::error_code ec, int) {
     if (!ec && !s.signal_seen) {
       s.signal_seen = true;
       s.signalled.set_value();
     }
   });
-  s.accept();
+  for (auto& l : s.listeners) l->accept();
   for (int i = 0; i < std::max(1, io_threads); ++i) s.threads.emplace_back([&s] { s.ioc.run(); });
 }
 
@@ -96,23 +257,26 @@ void HttpServer::stop(std::chrono::milliseconds grace) {
   Impl& s = *impl_;
   if (s.stopped) return;
   s.stopped = true;
-  // Close the acceptor and the signal wait on the I/O threads (neither is thread-safe).
-  std::promise<void> closed;
-  net::post(s.ioc, [&s, &closed] {
-    boost::system::error_code ignored;
-    s.acceptor.close(ignored);
-    s.signals.cancel(ignored);
-    closed.set_value();
-  });
-  if (!s.threads.empty()) {
+  s.state.stopping.store(true);
+  if (s.threads.empty()) {
+    s.close_listeners();  // nothing runs: safe from here
+  } else {
+    // Listeners and the signal wait are not thread-safe: close them on the I/O threads.
+    std::promise<void> closed;
+    net::post(s.ioc, [&s, &closed] {
+      s.close_listeners();
+      closed.set_value();
+    });
     closed.get_future().wait();
-    const auto deadline = std::chrono::steady_clock::now() + grace;
-    while (s.state.active_requests.load() > 0 && std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    const auto grace_end = std::chrono::steady_clock::now() + grace;
+    if (!s.wait_idle(grace_end)) {
+      // Out of grace: streams end with an error event, waiting requests with 503.
+      for (const auto& session : s.state.sessions.live()) session->begin_shutdown();
+      s.wait_idle(std::chrono::steady_clock::now() + kShutdownFlush);
     }
   }
   // No engine callback may run after the io_context is gone, so the engine stops first.
-  s.state.engine.stop();
+  if (EngineWorker* engine = s.state.ready_engine()) engine->stop();
   s.ioc.stop();
   for (auto& t : s.threads) t.join();
   s.threads.clear();

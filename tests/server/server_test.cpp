@@ -3,119 +3,16 @@
 #include <doctest/doctest.h>
 
 #include <boost/asio/connect.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/write.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
-#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
-#include <unistd.h>
 #include <vector>
 
-#include "core/synth/synth_writer.h"
-#include "server/engine_worker.h"
-#include "server/http_server.h"
+#include "tests/server/http_test_support.h"
 
 namespace {
-namespace beast = boost::beast;
-namespace http = beast::http;
-namespace net = boost::asio;
-using tcp = net::ip::tcp;
-using nlohmann::json;
 using namespace ember;
-
-const std::string& tiny_model_path() {
-  static const std::string path = [] {
-    auto dir = std::filesystem::temp_directory_path() / ("ember-server-test-" + std::to_string(::getpid()));
-    std::filesystem::create_directories(dir);
-    synth::SynthOptions o;
-    o.preset = "tiny";
-    o.type = GgmlType::Q8_0;
-    o.output_path = (dir / "tiny.gguf").string();
-    o.threads = 2;
-    synth::write_synth_model(o);
-    return o.output_path;
-  }();
-  return path;
-}
-
-struct TestServer {
-  explicit TestServer(size_t max_queued = 4) {
-    server::EngineOptions eo;
-    eo.threads = 1;
-    eo.context.n_ctx = 256;
-    eo.max_queued_jobs = max_queued;
-    engine = std::make_unique<server::EngineWorker>(Model::load(tiny_model_path()), eo);
-    server::ServerOptions so;
-    so.port = 0;
-    so.model_id = "tiny";
-    so.max_body_bytes = 4096;
-    http_server = std::make_unique<server::HttpServer>(*engine, so);
-    http_server->start();
-  }
-  ~TestServer() { http_server->stop(std::chrono::seconds(1)); }
-  uint16_t port() const { return http_server->port(); }
-
-  std::unique_ptr<server::EngineWorker> engine;
-  std::unique_ptr<server::HttpServer> http_server;
-};
-
-struct Client {
-  explicit Client(uint16_t port) : stream(ioc) {
-    stream.expires_after(std::chrono::seconds(10));
-    stream.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), port));
-  }
-  http::response<http::string_body> request(http::verb verb, const std::string& target, const std::string& body = {}) {
-    http::request<http::string_body> req{verb, target, 11};
-    req.set(http::field::host, "127.0.0.1");
-    if (!body.empty() || verb == http::verb::post) {
-      req.set(http::field::content_type, "application/json");
-      req.body() = body;
-    }
-    req.prepare_payload();
-    stream.expires_after(std::chrono::seconds(10));
-    http::write(stream, req);
-    return read();
-  }
-  http::response<http::string_body> read() {
-    http::response_parser<http::string_body> parser;
-    parser.body_limit(16 << 20);
-    stream.expires_after(std::chrono::seconds(10));
-    http::read(stream, buffer, parser);
-    return parser.release();
-  }
-  net::io_context ioc;
-  beast::tcp_stream stream;
-  beast::flat_buffer buffer;
-};
-
-json body_json(const http::response<http::string_body>& res) { return json::parse(res.body()); }
-
-void check_error_shape(const http::response<http::string_body>& res) {
-  json j = body_json(res);
-  REQUIRE(j.contains("error"));
-  CHECK(j["error"]["message"].is_string());
-  CHECK(j["error"]["type"].is_string());
-  CHECK(j["error"].contains("param"));
-  CHECK(j["error"].contains("code"));
-}
-
-// The data payloads of an SSE body, in order.
-std::vector<std::string> sse_payloads(const std::string& body) {
-  std::vector<std::string> out;
-  size_t pos = 0;
-  while (pos < body.size()) {
-    const size_t end = body.find("\n\n", pos);
-    REQUIRE(end != std::string::npos);
-    const std::string event = body.substr(pos, end - pos);
-    REQUIRE(event.rfind("data: ", 0) == 0);
-    out.push_back(event.substr(6));
-    pos = end + 2;
-  }
-  return out;
-}
+using namespace ember::test_http;
 
 const std::string kPrompt = R"({"prompt":"the quick brown fox","max_tokens":8,"temperature":0)";
 

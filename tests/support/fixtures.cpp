@@ -5,6 +5,8 @@
 
 namespace ember::test {
 
+std::filesystem::path source_dir() { return EMBER_SOURCE_DIR; }
+
 int& skip_count() {  // read by test_main.cpp; a test binary is single-threaded here
   static int count = 0;
   return count;

@@ -7,6 +7,9 @@
 
 namespace ember::test {
 
+// The repository's source tree (for files checked in beside the code, e.g. config/ember.json).
+std::filesystem::path source_dir();
+
 // The fixtures folder, or nullopt when it is absent.
 std::optional<std::filesystem::path> fixtures_dir();
 

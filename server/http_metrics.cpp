@@ -1,0 +1,136 @@
+#include "server/http_metrics.h"
+
+#include <cmath>
+#include <cstdio>
+
+namespace ember::server {
+
+Endpoint endpoint_of(std::string_view path) {
+  constexpr std::string_view models_prefix = "/v1/models/";
+  if (path == "/health") return Endpoint::Health;
+  if (path == "/metrics") return Endpoint::Metrics;
+  if (path == "/v1/models") return Endpoint::Models;
+  if (path.size() > models_prefix.size() && path.substr(0, models_prefix.size()) == models_prefix) {
+    return Endpoint::Model;
+  }
+  if (path == "/v1/completions") return Endpoint::Completions;
+  if (path == "/v1/chat/completions") return Endpoint::ChatCompletions;
+  if (path == "/tokenize") return Endpoint::Tokenize;
+  if (path == "/detokenize") return Endpoint::Detokenize;
+  return Endpoint::Other;
+}
+
+const char* endpoint_label(Endpoint e) {
+  switch (e) {
+    case Endpoint::Health: return "/health";
+    case Endpoint::Metrics: return "/metrics";
+    case Endpoint::Models: return "/v1/models";
+    case Endpoint::Model: return "/v1/models/{id}";
+    case Endpoint::Completions: return "/v1/completions";
+    case Endpoint::ChatCompletions: return "/v1/chat/completions";
+    case Endpoint::Tokenize: return "/tokenize";
+    case Endpoint::Detokenize: return "/detokenize";
+    case Endpoint::Other: break;
+  }
+  return "other";
+}
+
+void HttpMetrics::record(Endpoint endpoint, int status) {
+  std::lock_guard lock(mu_);
+  ++requests_[{static_cast<int>(endpoint), status}];
+}
+
+std::map<std::pair<int, int>, uint64_t> HttpMetrics::requests() const {
+  std::lock_guard lock(mu_);
+  return requests_;
+}
+
+namespace {
+
+// Prometheus floats: plain decimal, no locale; rates are 0 until there is time to divide by.
+std::string number(double v) {
+  if (!std::isfinite(v)) return "0";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+void family(std::string& out, const char* name, const char* type, const char* help) {
+  out += "# HELP ";
+  out += name;
+  out += ' ';
+  out += help;
+  out += "\n# TYPE ";
+  out += name;
+  out += ' ';
+  out += type;
+  out += '\n';
+}
+
+void sample(std::string& out, const char* name, const std::string& value) {
+  out += name;
+  out += ' ';
+  out += value;
+  out += '\n';
+}
+
+void metric(std::string& out, const char* name, const char* type, const char* help, const std::string& value) {
+  family(out, name, type, help);
+  sample(out, name, value);
+}
+
+std::string u(uint64_t v) { return std::to_string(v); }
+
+}  // namespace
+
+std::string render_prometheus(const MetricsSnapshot& m) {
+  std::string out;
+  const EngineMetrics& e = m.engine;
+  family(out, "ember_http_requests_total", "counter", "HTTP requests answered, by endpoint and status code.");
+  for (const auto& [key, count] : m.requests) {
+    // Labels come from the fixed endpoint set and integer codes: nothing to escape.
+    out += "ember_http_requests_total{endpoint=\"";
+    out += endpoint_label(static_cast<Endpoint>(key.first));
+    out += "\",status=\"";
+    out += std::to_string(key.second);
+    out += "\"} ";
+    out += u(count);
+    out += '\n';
+  }
+  metric(out, "ember_http_active_requests", "gauge", "HTTP requests being answered now (streams included).",
+         std::to_string(m.http_active_requests));
+  metric(out, "ember_model_loaded", "gauge", "1 once the model is loaded and served, 0 while loading.",
+         m.model_loaded ? "1" : "0");
+  metric(out, "ember_prompt_tokens_total", "counter", "Prompt tokens of accepted generation jobs.",
+         u(e.prompt_tokens));
+  metric(out, "ember_prefill_tokens_total", "counter",
+         "Prompt tokens actually evaluated (prefix reuse skips some).", u(e.prefill_tokens));
+  metric(out, "ember_reused_prompt_tokens_total", "counter", "Prompt tokens served from a slot's KV cache.",
+         u(e.reused_prompt_tokens));
+  metric(out, "ember_generated_tokens_total", "counter", "Tokens generated.", u(e.generated_tokens));
+  metric(out, "ember_prefill_seconds_total", "counter", "Seconds spent evaluating prompts.",
+         number(e.prefill_seconds));
+  metric(out, "ember_decode_seconds_total", "counter", "Seconds spent generating tokens (sampling included).",
+         number(e.decode_seconds));
+  metric(out, "ember_prefill_tokens_per_second", "gauge",
+         "Prompt evaluation speed since start (evaluated prompt tokens / prefill seconds).",
+         number(e.prefill_seconds > 0 ? static_cast<double>(e.prefill_tokens) / e.prefill_seconds : 0.0));
+  metric(out, "ember_decode_tokens_per_second", "gauge",
+         "Generation speed since start (generated tokens / decode seconds).",
+         number(e.decode_seconds > 0 ? static_cast<double>(e.generated_tokens) / e.decode_seconds : 0.0));
+  metric(out, "ember_queue_depth", "gauge", "Generation jobs waiting for a slot.", u(e.queued_jobs));
+  metric(out, "ember_active_requests", "gauge", "Generation jobs in a slot (prefilling or decoding).",
+         u(e.active_jobs));
+  metric(out, "ember_jobs_completed_total", "counter", "Generation jobs that finished normally.",
+         u(e.jobs_completed));
+  metric(out, "ember_jobs_cancelled_total", "counter",
+         "Generation jobs cancelled (client gone, timeout, slow reader, shutdown).", u(e.jobs_cancelled));
+  metric(out, "ember_jobs_failed_total", "counter", "Generation jobs that failed with an engine error.",
+         u(e.jobs_failed));
+  metric(out, "ember_slots", "gauge", "Sequences the engine generates together.", std::to_string(e.slots));
+  metric(out, "ember_kv_cache_bytes", "gauge", "Bytes of KV cache, all slots.", u(e.kv_cache_bytes));
+  metric(out, "ember_model_bytes", "gauge", "Bytes of model weights resident (mapped or read).", u(e.model_bytes));
+  return out;
+}
+
+}  // namespace ember::server
