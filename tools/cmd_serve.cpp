@@ -1,67 +1,213 @@
-// `ember serve`: the daemon. Loads one model, starts the engine thread and the HTTP server, and
-// runs until SIGINT/SIGTERM, then lets running requests finish (short grace) and exits 0.
+// `ember serve`: the daemon. Merges the configuration (flags > environment > file > defaults, see
+// server/serve_config.h and config/README.md), starts the HTTP server first so /health answers 503
+// while the model loads, then loads the model, starts the engine thread, and runs until
+// SIGINT/SIGTERM; running streams get the configured grace period, then it exits 0.
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+#include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "core/kernels/type_traits.h"
+#include "server/access_control.h"
 #include "server/engine_worker.h"
 #include "server/http_server.h"
+#include "server/listen_spec.h"
+#include "server/serve_config.h"
 #include "tools/model_options.h"
 #include "tools/subcommands.h"
 
 namespace ember::cli {
 namespace {
 
-struct ServeOptions {
+using nlohmann::json;
+
+// What the command line says. Values are only used for the flags actually given (CLI11's count()),
+// so an absent flag never overrides the environment or the file.
+struct ServeFlags {
   ModelOptions model;
-  server::ServerOptions http;
-  std::string alias;
-  size_t queue = 16;
-  int io_threads = 1;
+  std::string config_path;
+  bool print_config = false;
+  std::string alias, chat_template, host, api_key_file;
+  int64_t port = 0, queue = 0, parallel = 0, io_threads = 0, max_body = 0, max_tokens = 0;
+  int64_t request_timeout = 0, shutdown_grace = 0;
+  std::vector<std::string> listen, api_keys, cors_origins, allowed_hosts;
+  bool no_tcp = false, no_prefix_reuse = false;
 };
 
-int serve(ServeOptions& o) {
-  const std::string model_path = o.model.resolve_model_path();
-  o.http.model_id = o.alias.empty() ? std::filesystem::path(model_path).stem().string() : o.alias;
+// Applies the given flags on top of `config`, each through the same checks as the file's keys, so
+// a bad value gets the same message naming the flag.
+void apply_flags(server::ServeConfig& config, const CLI::App& sub, const ServeFlags& f) {
+  auto set = [&](const char* flag, const char* section, const char* key, json value) {
+    if (sub.count(flag) == 0) return;
+    server::apply_config_json(config, json{{section, json{{key, std::move(value)}}}}, std::string("flag ") + flag);
+  };
+  const ModelOptions& m = f.model;
+  set("--model", "model", "path", m.model_path);
+  set("--threads", "model", "threads", m.threads);
+  set("--ctx-size", "model", "ctx_size", m.ctx_size);
+  set("--batch-size", "model", "batch_size", m.batch);
+  set("--no-mmap", "model", "mmap", !m.no_mmap);
+  set("--no-repack", "model", "repack", !m.no_repack);
+  set("--alias", "model", "alias", f.alias);
+  set("--chat-template", "model", "chat_template", f.chat_template);
+  set("--queue", "engine", "queue", f.queue);
+  set("--parallel", "engine", "parallel", f.parallel);
+  set("--no-prefix-reuse", "engine", "prefix_reuse", !f.no_prefix_reuse);
+  set("--host", "server", "host", f.host);
+  set("--port", "server", "port", f.port);
+  set("--no-tcp", "server", "tcp", !f.no_tcp);
+  set("--listen", "server", "listen", f.listen);
+  set("--io-threads", "server", "io_threads", f.io_threads);
+  set("--max-body", "server", "max_body_bytes", f.max_body);
+  set("--request-timeout", "server", "request_timeout_seconds", f.request_timeout);
+  set("--shutdown-grace", "server", "shutdown_grace_seconds", f.shutdown_grace);
+  set("--max-tokens", "limits", "max_tokens", f.max_tokens);
+  set("--api-key", "security", "api_keys", f.api_keys);
+  set("--api-key-file", "security", "api_key_file", f.api_key_file);
+  set("--cors-origin", "security", "cors_origins", f.cors_origins);
+  set("--allow-host", "security", "allowed_hosts", f.allowed_hosts);
+}
 
+// defaults < file (--config, else $EMBER_CONFIG) < environment < flags.
+server::ServeConfig merged_config(const CLI::App& sub, const ServeFlags& f) {
+  const server::GetEnv getenv = [](const char* name) -> const char* { return std::getenv(name); };
+  server::ServeConfig config;
+  std::optional<std::string> file;
+  if (sub.count("--config") > 0) file = f.config_path;
+  else file = server::config_file_from_environment(getenv);
+  if (file) {
+    server::load_config_file(config, *file);
+    std::fprintf(stderr, "ember: config file %s\n", file->c_str());
+  }
+  server::apply_environment(config, getenv);
+  apply_flags(config, sub, f);
+  server::check_config(config);
+  return config;
+}
+
+int serve(const server::ServeConfig& config) {
+  server::ServerOptions options = config.server;
+  options.api_keys = server::effective_api_keys(config);  // reads the key file now: fail before binding
+
+  ModelOptions model;
+  model.model_path = config.model_path;
+  model.threads = config.threads;
+  model.ctx_size = config.ctx_size;
+  model.batch = config.batch;
+  model.no_mmap = !config.mmap;
+  model.no_repack = !config.repack;
+  options.demo_model = config.model_path.empty();
+  const std::string model_path = model.resolve_model_path();  // creates the demo model when needed
+  options.model_id = config.alias.empty() ? std::filesystem::path(model_path).stem().string() : config.alias;
+  if (options.demo_model)
+    std::fprintf(stderr,
+                 "ember: serving the demo model as '%s'; to serve a real model pass -m MODEL.gguf (or set "
+                 "EMBER_MODEL, or model.path in the config file)\n",
+                 options.model_id.c_str());
+  if (options.api_keys.empty()) {
+    for (const server::ListenSpec& spec : server::listen_specs(options)) {
+      if (spec.kind == server::ListenSpec::Kind::Tcp && !server::is_loopback_listen_host(spec.host))
+        std::fprintf(stderr,
+                     "ember: warning: listening on %s without API keys: anyone who can reach it can use the model "
+                     "(see --api-key-file)\n",
+                     spec.to_string().c_str());
+    }
+  }
+
+  // Declared before the server so it outlives it: the server's destructor may still reach it.
+  std::unique_ptr<server::EngineWorker> engine;
+  server::HttpServer http(options);  // binds every endpoint; throws naming the one that failed
+  http.start(config.io_threads);
+  for (const std::string& endpoint : http.endpoints()) {
+    const bool is_unix = endpoint.rfind("unix:", 0) == 0;
+    std::fprintf(stderr, "ember: listening on %s%s\n", is_unix ? "" : "http://", endpoint.c_str());
+  }
+
+  std::fprintf(stderr, "ember: loading model %s\n", model_path.c_str());
   server::EngineOptions engine_options;
-  engine_options.threads = o.model.threads;
-  engine_options.context = o.model.context_options();
-  engine_options.max_queued_jobs = o.queue;
-  server::EngineWorker engine(Model::load(model_path, o.model.load_options()), engine_options);
-
-  server::HttpServer http(engine, o.http);
-  http.start(o.io_threads);
+  engine_options.threads = config.threads;
+  engine_options.context = model.context_options();
+  engine_options.max_queued_jobs = config.queue;
+  engine_options.slots = config.slots;
+  engine_options.reuse_prefix = config.reuse_prefix;
+  engine = std::make_unique<server::EngineWorker>(Model::load(model_path, model.load_options()), engine_options);
+  http.attach(*engine);
   std::fprintf(stderr,
-               "ember: serving %s as '%s' on http://%s:%u (context %lld, %d threads, %s kernels, %s chat template)\n",
-               model_path.c_str(), o.http.model_id.c_str(), o.http.host.c_str(), http.port(),
-               (long long)engine.n_ctx(), engine.threads(), kernel_set_name(active_kernel_set()),
-               std::string(chat_template_name(http.chat_template())).c_str());
+               "ember: ready: model '%s' (context %lld, %d threads, %s kernels, %s chat template, %d slot%s%s)\n",
+               options.model_id.c_str(), (long long)engine->n_ctx(), engine->threads(),
+               kernel_set_name(active_kernel_set()), std::string(chat_template_name(http.chat_template())).c_str(),
+               config.slots, config.slots == 1 ? "" : "s", config.reuse_prefix ? ", prefix reuse" : "");
+
   http.wait_for_signal();
-  std::fprintf(stderr, "ember: shutting down\n");
-  http.stop(std::chrono::seconds(5));
+  std::fprintf(stderr, "ember: shutting down (grace %llds)\n", (long long)options.shutdown_grace.count());
+  http.stop(options.shutdown_grace);
   return 0;
 }
 
 }  // namespace
 
 void register_serve(CLI::App& app, int& exit_code) {
-  auto opts = std::make_shared<ServeOptions>();
-  CLI::App* sub = app.add_subcommand("serve", "Serve a model over an OpenAI-compatible HTTP API");
-  opts->model.demo_if_missing = true;
-  opts->model.add_to(*sub);
-  sub->add_option("--host", opts->http.host, "Address to listen on (default 127.0.0.1)");
-  sub->add_option("--port", opts->http.port, "Port to listen on; 0 = any free port (default 8080)")
-      ->check(CLI::Range(0, 65535));
-  sub->add_option("--alias", opts->alias, "Model id reported by the API (default: the model file's name)");
-  sub->add_option("--queue", opts->queue, "Requests that may wait for the engine; more get 503 (default 16)")
-      ->check(CLI::Range(size_t{1}, size_t{1} << 16));
-  sub->add_option("--max-body", opts->http.max_body_bytes, "Largest request body in bytes (default 1 MiB)")
-      ->check(CLI::Range(size_t{1024}, size_t{1} << 30));
-  sub->add_option("--chat-template", opts->http.chat_template,
-                  "Chat template family for /v1/chat/completions (default: recognised from the model)");
-  sub->callback([opts, &exit_code] { exit_code = serve(*opts); });
+  auto f = std::make_shared<ServeFlags>();
+  const server::ServeConfig defaults;
+  CLI::App* sub = app.add_subcommand(
+      "serve",
+      "Serve a model over an OpenAI-compatible HTTP API. Settings come from flags, then EMBER_* environment "
+      "variables, then the config file, then the defaults (config/README.md lists them all)");
+  f->model.demo_if_missing = true;
+  f->model.add_to(*sub);
+  auto d = [](auto v) { return " (default " + std::to_string(v) + ")"; };
+
+  sub->add_option("--config", f->config_path, "JSON config file (default: $EMBER_CONFIG, else none)");
+  sub->add_flag("--print-config", f->print_config,
+                "Print the merged configuration as JSON (API keys masked) and exit without loading the model");
+  sub->add_option("--alias", f->alias, "Model id reported by the API (default: the model file's name)");
+  sub->add_option("--chat-template", f->chat_template,
+                  "Chat template family for /v1/chat/completions: " + chat_template_names() +
+                      " (default: recognised from the model)");
+  sub->add_option("--queue", f->queue, "Requests that may wait for the engine; more get 503" + d(defaults.queue));
+  sub->add_option("--parallel", f->parallel,
+                  "Requests generated together, each with its own KV cache" + d(defaults.slots));
+  sub->add_flag("--no-prefix-reuse", f->no_prefix_reuse,
+                "Start every request from an empty KV cache instead of reusing a cached common prefix");
+  sub->add_option("--host", f->host, "Address to listen on (default " + defaults.server.host + ")");
+  sub->add_option("--port", f->port, "Port to listen on; 0 = any free port" + d(defaults.server.port));
+  sub->add_flag("--no-tcp", f->no_tcp, "Do not listen on --host/--port (only on the --listen endpoints)");
+  sub->add_option("--listen", f->listen, "Also listen on unix:/path/to.sock or HOST:PORT (repeatable)")
+      ->allow_extra_args(false);
+  sub->add_option("--io-threads", f->io_threads, "Threads serving connections" + d(defaults.io_threads));
+  sub->add_option("--max-body", f->max_body, "Largest request body in bytes" + d(defaults.server.max_body_bytes));
+  sub->add_option("--request-timeout", f->request_timeout,
+                  "Seconds a request may take, queueing included" + d(defaults.server.request_timeout.count()));
+  sub->add_option("--shutdown-grace", f->shutdown_grace,
+                  "Seconds running requests may finish after SIGTERM" + d(defaults.server.shutdown_grace.count()));
+  sub->add_option("--max-tokens", f->max_tokens,
+                  "Cap on a request's max_tokens (the context window caps it too)" +
+                      d(defaults.server.limits.max_tokens));
+  sub->add_option("--api-key", f->api_keys,
+                  "Accept this API key (repeatable). Visible to other users in `ps`: prefer --api-key-file or "
+                  "EMBER_API_KEY")
+      ->allow_extra_args(false);
+  sub->add_option("--api-key-file", f->api_key_file,
+                  "File of API keys, one per line ('#' comments); requests then need one (default: no keys, no auth)");
+  sub->add_option("--cors-origin", f->cors_origins,
+                  "Allow browser calls from this origin, e.g. http://localhost:3000, or * (repeatable; default: CORS off)")
+      ->allow_extra_args(false);
+  sub->add_option("--allow-host", f->allowed_hosts,
+                  "Also accept this Host header name while bound to loopback (repeatable; DNS-rebinding protection)")
+      ->allow_extra_args(false);
+
+  sub->callback([f, sub, &exit_code] {
+    const server::ServeConfig config = merged_config(*sub, *f);
+    if (f->print_config) {
+      std::printf("%s\n", server::to_json(config).dump(2).c_str());
+      exit_code = 0;
+      return;
+    }
+    exit_code = serve(config);
+  });
 }
 
 }  // namespace ember::cli
