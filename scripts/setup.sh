@@ -20,3 +20,10 @@ fi
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
 cmake --build build -j"$(nproc)"
 echo "setup: built build/ember" >&2
+
+# The HTTP integration tests need Node.js 20+ and a few npm packages; without them ctest reports
+# integration_http as skipped, so this is best-effort here (.ci/run requires it).
+if [ ! -d tests/integration/node_modules/openai ] && command -v npm >/dev/null 2>&1; then
+  scripts/setup-integration-tests.sh >/dev/null ||
+    echo "setup: the integration test packages could not be installed (integration_http will be skipped)" >&2
+fi
