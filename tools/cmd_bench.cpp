@@ -12,6 +12,7 @@
 #include "core/model/inference_context.h"
 #include "core/sampling/sampler.h"
 #include "tools/model_options.h"
+#include "tools/sparse_report.h"
 #include "tools/subcommands.h"
 
 namespace ember::cli {
@@ -63,6 +64,7 @@ int bench(const BenchOptions& o) {
   std::vector<double> prefill, decode;
   for (int run = -1; run < o.runs; ++run) {  // run -1 is the warm-up (page cache, CPU clocks)
     ctx.reset();
+    if (run == 0) ctx.reset_sparse_stats();  // the report covers the measured runs only
     const auto t0 = Clock::now();
     const float* logits = ctx.eval(prompt);
     const double tp = std::chrono::duration<double>(Clock::now() - t0).count();
@@ -94,6 +96,8 @@ int bench(const BenchOptions& o) {
       {"decode_runs", decode},
       {"load_s", load_s},
   };
+  j["sparse"] = sparse_report_json(ctx);
+  if (has_sparse_report(ctx)) print_sparse_report(ctx, stderr);
   if (o.json) {
     std::printf("%s\n", j.dump().c_str());
   } else {
@@ -110,6 +114,7 @@ void register_bench(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<BenchOptions>();
   CLI::App* sub = app.add_subcommand("bench", "Measure prefill and decode tokens/s of a model (medians of several runs)");
   o->model.add_to(*sub);
+  o->model.add_sparse_to(*sub);
   sub->add_option("--prompt-tokens", o->prompt_tokens, "Prompt length for the prefill measurement (default 512)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   sub->add_option("--gen-tokens", o->gen_tokens, "Tokens decoded one at a time (default 64)")

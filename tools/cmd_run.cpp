@@ -9,6 +9,7 @@
 #include "core/kernels/type_traits.h"
 #include "core/model/generator.h"
 #include "tools/model_options.h"
+#include "tools/sparse_report.h"
 #include "tools/subcommands.h"
 
 namespace ember::cli {
@@ -81,6 +82,7 @@ int run(RunOptions& o) {
                (long long)stats.prompt_tokens, stats.prefill_seconds, stats.prefill_tokens_per_s(),
                (long long)stats.decoded_tokens, stats.decode_seconds, stats.decode_tokens_per_s(),
                finish_reason_name(stats.finish), (unsigned long long)o.sampling.seed);
+  if (has_sparse_report(ctx)) print_sparse_report(ctx, stderr);
   return 0;
 }
 
@@ -91,6 +93,7 @@ void register_run(CLI::App& app, int& exit_code) {
   CLI::App* sub = app.add_subcommand("run", "Generate text for a prompt (text to stdout, logs to stderr)");
   opts->model.demo_if_missing = true;
   opts->model.add_to(*sub);
+  opts->model.add_sparse_to(*sub);
   auto* p = sub->add_option("-p,--prompt", opts->prompt, "Prompt text");
   auto* f = sub->add_option("-f,--file", opts->prompt_file, "Read the prompt from a file")->check(CLI::ExistingFile);
   p->excludes(f);

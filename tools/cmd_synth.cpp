@@ -21,6 +21,10 @@ void register_synth(CLI::App& app, int& exit_code) {
     std::string vocab_from;
     int threads = 0;
     bool quiet = false;
+    std::string activation = "silu";
+    bool predictor = false;
+    int64_t predictor_rank = 0;
+    bool down_transposed = false;
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* sub = app.add_subcommand("synth", "Write a deterministic synthetic llama GGUF model");
@@ -38,11 +42,28 @@ void register_synth(CLI::App& app, int& exit_code) {
                   "Copy the tokenizer of this GGUF model instead of the built-in one (n_vocab follows it)");
   sub->add_option("--threads", flags->threads, "Threads generating and quantizing weights (0: all cores)")
       ->capture_default_str();
+  sub->add_option("--activation", flags->activation,
+                  "FFN activation: silu (SwiGLU), relu (ReGLU) or drelu (TurboSparse's relu(gate)*relu(up)); relu and "
+                  "drelu models leave ~90% of FFN neurons inactive per token")
+      ->capture_default_str();
+  sub->add_flag("--predictor", flags->predictor,
+                "Also write PowerInfer activation predictors (blk.N.fc1/fc2.weight, magic PWRI); relu/drelu only");
+  sub->add_option("--predictor-rank", flags->predictor_rank, "Rank of the predictors (0: n_embd / 8)")
+      ->capture_default_str();
+  sub->add_flag("--down-transposed", flags->down_transposed,
+                "Also write blk.N.ffn_down_t.weight (the down projection with one row per neuron)");
   sub->add_flag("-q,--quiet", flags->quiet, "Print only the final summary line (progress goes to a terminal only)");
   sub->callback([flags, &exit_code] {
     const auto type = parse_type_name(flags->type);
     if (!type) throw std::invalid_argument("synth: --type " + flags->type + " is not a ggml type name");
+    const auto activation = synth::parse_activation(flags->activation);
+    if (!activation)
+      throw std::invalid_argument("synth: --activation " + flags->activation + " is not one of silu, relu, drelu");
     synth::SynthOptions options;
+    options.activation = *activation;
+    options.predictor = flags->predictor;
+    options.predictor_rank = flags->predictor_rank;
+    options.down_transposed = flags->down_transposed;
     options.preset = flags->preset;
     options.type = *type;
     options.output_path = flags->output;
@@ -55,8 +76,12 @@ void register_synth(CLI::App& app, int& exit_code) {
         std::fprintf(stderr, "\rsynth: %zu/%zu tensors", done, total);
       if (!quiet && done == total) std::fprintf(stderr, "\n");
     });
-    std::printf("wrote %s: preset %s, %s, %.3f B params, vocab %lld, %.1f MB in %.1f s\n", options.output_path.c_str(),
-                result.shape.preset.c_str(), std::string(type_name(options.type)).c_str(),
+    const std::string ffn = options.activation == FfnActivation::SiLU
+                                ? ""
+                                : std::string(", ffn ") + synth::activation_key_value(options.activation) +
+                                      (options.predictor ? " + predictors" : "");
+    std::printf("wrote %s: preset %s, %s%s, %.3f B params, vocab %lld, %.1f MB in %.1f s\n", options.output_path.c_str(),
+                result.shape.preset.c_str(), std::string(type_name(options.type)).c_str(), ffn.c_str(),
                 static_cast<double>(result.n_params) / 1e9, static_cast<long long>(result.shape.n_vocab),
                 static_cast<double>(result.file_bytes) / 1e6, result.seconds);
     exit_code = 0;

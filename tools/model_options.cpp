@@ -24,6 +24,23 @@ void ModelOptions::add_to(CLI::App& sub) {
                "Do not keep interleaved copies of Q4_0 matrices (saves their size in memory, slower matmuls)");
 }
 
+void ModelOptions::add_sparse_to(CLI::App& sub) {
+  sub.add_option("--sparse", sparse_mode,
+                 "FFN of decode steps: dense (default), oracle (ReLU-family models: exact active set, for "
+                 "checking), predictor (PowerInfer predictor tensors), threshold (training-free, see --sparsity)")
+      ->check(CLI::IsMember({"dense", "oracle", "predictor", "threshold"}));
+  sub.add_option("--sparse-threshold", sparse_threshold,
+                 "predictor: replaces the file's powerinfer.sparse_threshold; threshold: |act(gate)| cut-off "
+                 "of every layer");
+  sub.add_option("--sparsity", sparsity,
+                 "Threshold mode skipping this fraction of FFN neurons per token (smallest |act(gate)|), "
+                 "e.g. 0.5; implies --sparse threshold")
+      ->check(CLI::Range(0.0, 0.99));
+  sub.add_flag("--sparse-stats", sparse_stats,
+               "Also compute the dense FFN to report the true active fraction and the predictor's recall and "
+               "precision (slower; for measurement)");
+}
+
 std::string ModelOptions::resolve_model_path() const {
   if (!model_path.empty()) return model_path;
   bool created = false;
@@ -44,6 +61,18 @@ ContextOptions ModelOptions::context_options() const {
   ContextOptions o;
   o.n_ctx = ctx_size;
   o.max_batch = batch;
+  SparseOptions::Mode mode = SparseOptions::Mode::Dense;
+  if (!parse_sparse_mode(sparse_mode.c_str(), &mode)) throw CLI::ValidationError("--sparse", "unknown mode " + sparse_mode);
+  if (sparsity >= 0.0) {
+    if (mode != SparseOptions::Mode::Dense && mode != SparseOptions::Mode::Threshold) {
+      throw CLI::ValidationError("--sparsity", "is a threshold-mode setting; it cannot go with --sparse " + sparse_mode);
+    }
+    mode = SparseOptions::Mode::Threshold;
+    o.sparse.target_sparsity = static_cast<float>(sparsity);
+  }
+  o.sparse.mode = mode;
+  o.sparse.threshold_override = static_cast<float>(sparse_threshold);
+  o.sparse.diagnostics = sparse_stats;
   return o;
 }
 

@@ -3,6 +3,7 @@
 // described once.
 #include <CLI/CLI.hpp>
 #include <cstdint>
+#include <limits>
 #include <string>
 
 #include "core/model/inference_context.h"
@@ -18,12 +19,21 @@ struct ModelOptions {
   bool no_mmap = false;
   bool no_repack = false;
 
+  // Sparse FFN for decode steps (core/sparse): --sparse MODE, --sparse-threshold, --sparsity.
+  std::string sparse_mode = "dense";
+  double sparse_threshold = std::numeric_limits<double>::quiet_NaN();
+  double sparsity = -1.0;  // < 0: not given
+  bool sparse_stats = false;
+
   bool demo_if_missing = false;  // set before add_to(): -m becomes optional
 
   void add_to(CLI::App& sub);
+  // The sparse-FFN flags (run, bench); context_options() applies them.
+  void add_sparse_to(CLI::App& sub);
   // model_path, or the built-in demo model (created on first use) when none was given.
   std::string resolve_model_path() const;
   ModelLoadOptions load_options() const;
+  // Throws CLI::ValidationError for a sparse mode name it does not know or conflicting flags.
   ContextOptions context_options() const;
 };
 

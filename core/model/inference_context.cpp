@@ -1,12 +1,16 @@
 #include "core/model/inference_context.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <cstring>
 #include <string>
 
 #include "core/kernels/attention.h"
 #include "core/kernels/type_traits.h"
 #include "core/model/ops.h"
+#include "core/sparse/active_set.h"
+#include "core/sparse/predictor.h"
 
 namespace ember {
 namespace {
@@ -18,6 +22,11 @@ int64_t resolve_context(const ModelConfig& c, const ContextOptions& o) {
 }
 
 size_t sz(int64_t a, int64_t b) { return static_cast<size_t>(a) * static_cast<size_t>(b); }
+
+uint64_t now_ns() {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
+}
 
 }  // namespace
 
@@ -40,13 +49,75 @@ InferenceContext::InferenceContext(const Model& model, ThreadPool& pool, const C
   rope_cs_.assign(sz(B, c_.n_rot), 0.0f);
   att_scratch_.assign(sz(pool_.size(), attention_scratch_floats()), 0.0f);
   logits_.assign(static_cast<size_t>(c_.n_vocab), 0.0f);
-  mm_scratch_.reserve(B, std::max({c_.n_embd, c_.n_ff, c_.n_embd_q()}));
+  mm_scratch_.reserve(B, std::max({c_.n_embd, c_.n_ff, c_.n_embd_q(), model.weights().max_predictor_rank()}));
+  setup_sparse(options.sparse);
 }
+
+void InferenceContext::setup_sparse(const SparseOptions& o) {
+  using Mode = SparseOptions::Mode;
+  const ModelWeights& w = model_.weights();
+  if (o.mode == Mode::Oracle && !is_relu_family(c_.activation)) {
+    throw std::invalid_argument("sparse mode oracle needs a ReLU-family FFN (relu, drelu); this model's is " +
+                                std::string(activation_name(c_.activation)));
+  }
+  if (o.mode == Mode::Predictor && !w.has_predictor()) {
+    throw std::invalid_argument("sparse mode predictor needs predictor tensors (blk.N.fc1.weight, blk.N.fc2.weight); "
+                                "this model has none");
+  }
+  if (!o.layer_thresholds.empty() && static_cast<int64_t>(o.layer_thresholds.size()) != c_.n_layer) {
+    throw std::invalid_argument("sparse: " + std::to_string(o.layer_thresholds.size()) +
+                                " layer thresholds given, the model has " + std::to_string(c_.n_layer) + " layers");
+  }
+  for (float t : o.layer_thresholds) {
+    if (!std::isfinite(t)) throw std::invalid_argument("sparse: layer thresholds must be finite numbers");
+  }
+  if (!std::isnan(o.threshold_override) && !std::isfinite(o.threshold_override)) {
+    throw std::invalid_argument("sparse: threshold must be a finite number (or NaN for the model's)");
+  }
+  if (!(o.target_sparsity >= 0.0f && o.target_sparsity < 1.0f)) {
+    throw std::invalid_argument("sparse: target sparsity must be in [0, 1)");
+  }
+  sparse_ = o;
+  collect_stats_ = o.mode != Mode::Dense || o.diagnostics;
+  stats_.assign(static_cast<size_t>(c_.n_layer), SparseLayerStats{});
+  // Thresholds per layer: explicit per-layer values, else the override, else (predictor) the
+  // file's powerinfer.sparse_threshold or (threshold mode) the per-token quantile.
+  quantile_threshold_ = false;
+  float uniform = o.threshold_override;
+  if (std::isnan(uniform)) {
+    if (o.mode == Mode::Predictor) uniform = c_.sparse_threshold;
+    if (o.mode == Mode::Threshold && o.layer_thresholds.empty()) quantile_threshold_ = true;
+  }
+  layer_threshold_.assign(static_cast<size_t>(c_.n_layer), uniform);
+  if (!o.layer_thresholds.empty()) layer_threshold_ = o.layer_thresholds;
+  if (quantile_threshold_) std::fill(layer_threshold_.begin(), layer_threshold_.end(), NAN);
+  if (o.mode == Mode::Dense) return;
+
+  const int64_t F = c_.n_ff;
+  down_rows_.resize(static_cast<size_t>(c_.n_layer));
+  for (int64_t l = 0; l < c_.n_layer; ++l) down_rows_[static_cast<size_t>(l)] = w.neuron_down_rows(l);
+  sparse_scratch_.reserve(c_.n_embd, F, pool_.size());
+  active_.assign(static_cast<size_t>(F), 0);
+  pred_hidden_.assign(static_cast<size_t>(std::max<int64_t>(1, w.max_predictor_rank())), 0.0f);
+  scores_.assign(static_cast<size_t>(F), 0.0f);
+  if (o.diagnostics) dense_h_.assign(static_cast<size_t>(F), 0.0f);
+}
+
+SparseLayerStats InferenceContext::sparse_totals() const {
+  SparseLayerStats total;
+  for (const SparseLayerStats& s : stats_) total += s;
+  return total;
+}
+
+void InferenceContext::reset_sparse_stats() { std::fill(stats_.begin(), stats_.end(), SparseLayerStats{}); }
 
 uint64_t InferenceContext::scratch_bytes() const {
   const size_t floats = x_.size() + xb_.size() + q_.size() + k_.size() + v_.size() + att_.size() + tmp_.size() +
                         gate_.size() + up_.size() + rope_cs_.size() + logits_.size();
-  return (floats + att_scratch_.size()) * sizeof(float);
+  const size_t sparse = sparse_scratch_.h.size() + sparse_scratch_.strips.size() + active_.size() +
+                        pred_hidden_.size() + scores_.size() + dense_h_.size();
+  return (floats + att_scratch_.size() + sparse) * sizeof(float) + sparse_scratch_.x_gate.size() +
+         sparse_scratch_.x_up.size();
 }
 
 int64_t InferenceContext::attention_scratch_floats() const {
@@ -107,8 +178,14 @@ void InferenceContext::forward_batch(const int32_t* tokens, int64_t n, bool want
     rope_table(n_past_ + t, R, c_.rope_theta, &rope_cs_[sz(t, R)]);
   });
 
+  // Decode steps (one token) count into the sparse counters and run the sparse FFN when a sparse
+  // mode is set; prefill batches always run dense.
+  const bool decode_step = n == 1;
+  const bool counted = decode_step && collect_stats_;
+  const bool sparse_ffn_on = decode_step && sparse_.mode != SparseOptions::Mode::Dense;
   for (int64_t l = 0; l < c_.n_layer; ++l) {
     const LayerWeights& L = w.layers[static_cast<size_t>(l)];
+    const uint64_t t_layer = counted ? now_ns() : 0;
     per_token(0, [&](int64_t t) { rms_norm(&x_[sz(t, E)], L.attn_norm, &xb_[sz(t, E)], E, c_.rms_eps); });
     mm(L.wq, xb_.data(), n, q_.data());
     mm(L.wk, xb_.data(), n, k_.data());
@@ -134,10 +211,17 @@ void InferenceContext::forward_batch(const int32_t* tokens, int64_t n, bool want
       add_in_place(&x_[sz(t, E)], &tmp_[sz(t, E)], E);
       rms_norm(&x_[sz(t, E)], L.ffn_norm, &xb_[sz(t, E)], E, c_.rms_eps);
     });
-    mm(L.ffn_gate, &xb_[sz(first, E)], m, &gate_[sz(first, F)]);
-    mm(L.ffn_up, &xb_[sz(first, E)], m, &up_[sz(first, F)]);
-    per_token(first, [&](int64_t t) { ffn_activation(&gate_[sz(t, F)], &up_[sz(t, F)], F, c_.activation); });
-    mm(L.ffn_down, &gate_[sz(first, F)], m, &tmp_[sz(first, E)]);
+    if (counted) {  // always the case for a sparse decode step
+      SparseLayerStats& st = stats_[static_cast<size_t>(l)];
+      st.attention_ns += now_ns() - t_layer;
+      if (sparse_ffn_on) ffn_decode_sparse(l, L, st);
+      else ffn_decode_dense_counted(L, st);
+    } else {
+      mm(L.ffn_gate, &xb_[sz(first, E)], m, &gate_[sz(first, F)]);
+      mm(L.ffn_up, &xb_[sz(first, E)], m, &up_[sz(first, F)]);
+      per_token(first, [&](int64_t t) { ffn_activation(&gate_[sz(t, F)], &up_[sz(t, F)], F, c_.activation); });
+      mm(L.ffn_down, &gate_[sz(first, F)], m, &tmp_[sz(first, E)]);
+    }
     per_token(first, [&](int64_t t) { add_in_place(&x_[sz(t, E)], &tmp_[sz(t, E)], E); });
   }
   n_past_ += n;
@@ -146,6 +230,110 @@ void InferenceContext::forward_batch(const int32_t* tokens, int64_t n, bool want
     rms_norm(&x_[sz(n - 1, E)], w.output_norm, xb_.data(), E, c_.rms_eps);
     mm(w.output, xb_.data(), 1, logits_.data());
   }
+}
+
+void InferenceContext::ffn_decode_dense_counted(const LayerWeights& L, SparseLayerStats& st) {
+  const int64_t F = c_.n_ff;
+  const uint64_t t0 = now_ns();
+  mm(L.ffn_gate, xb_.data(), 1, gate_.data());
+  mm(L.ffn_up, xb_.data(), 1, up_.data());
+  ffn_activation(gate_.data(), up_.data(), F, c_.activation);
+  mm(L.ffn_down, gate_.data(), 1, tmp_.data());
+  const uint64_t t1 = now_ns();
+  const auto truly = static_cast<uint64_t>(count_nonzero(gate_.data(), F));
+  st.tokens += 1;
+  st.neurons += static_cast<uint64_t>(F);
+  st.active += static_cast<uint64_t>(F);
+  st.truly_active += truly;
+  st.true_positive += truly;
+  st.ffn_ns += t1 - t0;
+}
+
+void InferenceContext::ffn_decode_sparse(int64_t l, const LayerWeights& L, SparseLayerStats& st) {
+  using Mode = SparseOptions::Mode;
+  const int64_t F = c_.n_ff;
+  float* gate = gate_.data();  // row 0 of the batch buffers
+  float* up = up_.data();
+  int32_t* active = active_.data();
+  bool dense_gate = false, dense_up = false;
+  const float* gate_values = nullptr;
+  int64_t n_active = 0;
+
+  const uint64_t t0 = now_ns();
+  switch (sparse_.mode) {
+    case Mode::Oracle:
+      // The exact active set from the dense gate (and up); the sparse kernel then recomputes the
+      // gate and up of those neurons itself, so this mode tests the same gather path as the others.
+      mm(L.ffn_gate, xb_.data(), 1, gate);
+      dense_gate = true;
+      if (c_.activation == FfnActivation::DReLU) {
+        mm(L.ffn_up, xb_.data(), 1, up);
+        dense_up = true;
+      }
+      n_active = select_relu_active(gate, up, F, c_.activation, active);
+      break;
+    case Mode::Predictor: {
+      PredictorArgs p;
+      p.fc1 = L.pred_fc1;
+      p.fc2 = L.pred_fc2;
+      p.x = x_.data();  // the residual stream before ffn_norm
+      p.threshold = layer_threshold_[static_cast<size_t>(l)];
+      p.hidden = pred_hidden_.data();
+      p.scores = scores_.data();
+      p.active = active;
+      n_active = predict_active_neurons(p, pool_, mm_scratch_);
+      break;
+    }
+    case Mode::Threshold: {
+      mm(L.ffn_gate, xb_.data(), 1, gate);
+      dense_gate = true;
+      gate_values = gate;
+      const float threshold =
+          quantile_threshold_ ? gate_magnitude_quantile(gate, F, c_.activation, sparse_.target_sparsity, scores_.data())
+                              : layer_threshold_[static_cast<size_t>(l)];
+      n_active = select_by_gate_magnitude(gate, F, c_.activation, threshold, active);
+      break;
+    }
+    case Mode::Dense: break;  // not called for Dense
+  }
+  const uint64_t t1 = now_ns();
+  if (sparse_.diagnostics) {
+    // The true activations, computed densely, only to count recall and precision.
+    if (!dense_gate) mm(L.ffn_gate, xb_.data(), 1, gate);
+    if (!dense_up) mm(L.ffn_up, xb_.data(), 1, up);
+    dense_gate = dense_up = true;
+    std::memcpy(dense_h_.data(), gate, sz(F, 1) * sizeof(float));
+    ffn_activation(dense_h_.data(), up, F, c_.activation);
+    st.truly_active += static_cast<uint64_t>(count_nonzero(dense_h_.data(), F));
+    st.true_positive += static_cast<uint64_t>(count_nonzero_at(dense_h_.data(), active, n_active));
+  }
+  const uint64_t t2 = now_ns();
+  if (n_active == F) {
+    // Nothing skipped: the dense kernels, so the result is the dense path's bit for bit.
+    if (!dense_gate) mm(L.ffn_gate, xb_.data(), 1, gate);
+    if (!dense_up) mm(L.ffn_up, xb_.data(), 1, up);
+    ffn_activation(gate, up, F, c_.activation);
+    mm(L.ffn_down, gate, 1, tmp_.data());
+  } else {
+    SparseFfnArgs a;
+    a.gate = L.ffn_gate;
+    a.up = L.ffn_up;
+    a.down_rows = down_rows_[static_cast<size_t>(l)];
+    a.act = c_.activation;
+    a.x = xb_.data();
+    a.active = active;
+    a.n_active = n_active;
+    a.gate_values = gate_values;
+    a.out = tmp_.data();
+    sparse_ffn(a, pool_, sparse_scratch_);
+  }
+  const uint64_t t3 = now_ns();
+  st.tokens += 1;
+  st.neurons += static_cast<uint64_t>(F);
+  st.active += static_cast<uint64_t>(n_active);
+  st.predictor_ns += t1 - t0;
+  st.diagnostics_ns += t2 - t1;
+  st.ffn_ns += t3 - t2;
 }
 
 void InferenceContext::attention(int64_t layer, int64_t first, int64_t n) {

@@ -10,6 +10,9 @@
 #include "core/kernels/thread_pool.h"
 #include "core/model/kv_cache.h"
 #include "core/model/model.h"
+#include "core/sparse/sparse_ffn.h"
+#include "core/sparse/sparse_options.h"
+#include "core/sparse/sparse_stats.h"
 
 namespace ember {
 
@@ -22,11 +25,15 @@ class ContextOverflow : public std::runtime_error {
 struct ContextOptions {
   int64_t n_ctx = 0;        // 0: the model's training context, capped at kDefaultMaxContext
   int64_t max_batch = 512;  // tokens per forward step during prefill
+  SparseOptions sparse;     // how decode steps run the FFN (default: dense)
   static constexpr int64_t kDefaultMaxContext = 4096;
 };
 
 class InferenceContext {
  public:
+  // Throws std::invalid_argument when options.sparse does not fit the model (oracle on a SiLU
+  // model, predictor without predictor tensors, wrong number of layer thresholds, ...). A sparse
+  // mode on a model without ffn_down_t makes the model build its transposed down copy (once).
   InferenceContext(const Model& model, ThreadPool& pool, const ContextOptions& options = {});
 
   // Evaluates tokens at positions [n_past, n_past + tokens.size()) and returns the logits
@@ -45,11 +52,27 @@ class InferenceContext {
   uint64_t scratch_bytes() const;
   const Model& model() const { return model_; }
 
+  const SparseOptions& sparse_options() const { return sparse_; }
+  // Per layer, cumulative since construction or reset_sparse_stats(), decode steps (one token per
+  // eval) only. Collected when the sparse mode is not Dense or diagnostics are on; empty counters
+  // otherwise.
+  const std::vector<SparseLayerStats>& sparse_stats() const { return stats_; }
+  SparseLayerStats sparse_totals() const;  // all layers summed
+  void reset_sparse_stats();
+  // The threshold layer l uses (Predictor and Threshold modes; NaN for the per-token quantile).
+  float sparse_threshold(int64_t layer) const { return layer_threshold_.at(static_cast<size_t>(layer)); }
+
  private:
   void forward_batch(const int32_t* tokens, int64_t n, bool want_logits);
   // Attention output of tokens [first, n) of the current batch.
   void attention(int64_t layer, int64_t first, int64_t n);
   void mm(const MatrixView& w, const float* x, int64_t n, float* y);
+  void setup_sparse(const SparseOptions& options);
+  // The FFN of a decode step in the sparse mode: xb_ row 0 (normed) and x_ row 0 (residual, for
+  // the predictor) -> tmp_ row 0.
+  void ffn_decode_sparse(int64_t layer, const LayerWeights& L, SparseLayerStats& stats);
+  // The dense FFN of a decode step with diagnostics on: also counts the truly active neurons.
+  void ffn_decode_dense_counted(const LayerWeights& L, SparseLayerStats& stats);
 
   const Model& model_;
   const ModelConfig& c_;
@@ -64,6 +87,19 @@ class InferenceContext {
   std::vector<float> att_scratch_;      // (threads, attention_scratch_floats())
   int64_t attention_scratch_floats() const;
   std::vector<float> logits_;           // (n_vocab)
+
+  // Sparse FFN (decode steps); see setup_sparse().
+  SparseOptions sparse_;
+  bool collect_stats_ = false;
+  bool quantile_threshold_ = false;     // Threshold mode by per-token quantile (target_sparsity)
+  std::vector<float> layer_threshold_;  // (n_layer)
+  std::vector<MatrixView> down_rows_;   // (n_layer) one row per neuron
+  SparseFfnScratch sparse_scratch_;
+  std::vector<int32_t> active_;         // (n_ff) neuron ids of the current layer
+  std::vector<float> pred_hidden_;      // (max predictor rank)
+  std::vector<float> scores_;           // (n_ff) predictor scores / quantile scratch
+  std::vector<float> dense_h_;          // (n_ff) diagnostics: the true activations
+  std::vector<SparseLayerStats> stats_; // (n_layer)
 };
 
 }  // namespace ember

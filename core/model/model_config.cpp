@@ -27,15 +27,6 @@ int64_t optional_int(const gguf::Metadata& md, const std::string& key, int64_t d
 
 }  // namespace
 
-const char* activation_name(FfnActivation a) {
-  switch (a) {
-    case FfnActivation::SiLU: return "silu";
-    case FfnActivation::ReLU: return "relu";
-    case FfnActivation::DReLU: return "drelu";
-  }
-  return "?";
-}
-
 ModelConfig read_model_config(const gguf::Metadata& md, const ConfigLimits& limits) {
   ModelConfig c;
   auto arch = md.get_string("general.architecture");
@@ -85,6 +76,12 @@ ModelConfig read_model_config(const gguf::Metadata& md, const ConfigLimits& limi
     else if (*act == "relu") c.activation = FfnActivation::ReLU;
     else if (*act == "drelu") c.activation = FfnActivation::DReLU;
     else fail(a + "ffn_activation", "'" + *act + "' is not one of silu, relu, drelu");
+  }
+  if (md.contains("powerinfer.sparse_threshold")) {
+    auto th = md.get_float("powerinfer.sparse_threshold");
+    if (!th) fail("powerinfer.sparse_threshold", "must be a float");
+    if (!std::isfinite(*th) || std::fabs(*th) > 1e30) fail("powerinfer.sparse_threshold", "must be a finite number");
+    c.sparse_threshold = static_cast<float>(*th);
   }
   return c;
 }

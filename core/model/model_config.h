@@ -5,15 +5,9 @@
 #include <string>
 
 #include "core/gguf/gguf_value.h"
+#include "core/sparse/ffn_activation.h"  // FfnActivation, activation_name
 
 namespace ember {
-
-enum class FfnActivation {
-  SiLU,   // SwiGLU: down(silu(gate x) * up x)           llama, mistral
-  ReLU,   // ReGLU:  down(relu(gate x) * up x)           ReluLLaMA, ProSparse
-  DReLU,  // dReLU:  down(relu(gate x) * relu(up x))     TurboSparse, Bamboo
-};
-const char* activation_name(FfnActivation a);
 
 struct ModelConfig {
   std::string architecture;   // general.architecture ("llama", "bamboo", ...)
@@ -30,6 +24,10 @@ struct ModelConfig {
   float rms_eps = 1e-5f;
   float rope_theta = 10000.0f;
   FfnActivation activation = FfnActivation::SiLU;
+  // PowerInfer files: a neuron is predicted active when its predictor score exceeds this
+  // (metadata powerinfer.sparse_threshold, default 0). Whether predictors exist is a property of
+  // the tensors: ModelWeights::has_predictor().
+  float sparse_threshold = 0.0f;
 
   int64_t n_embd_kv() const { return n_head_kv * head_dim; }
   int64_t n_embd_q() const { return n_head * head_dim; }

@@ -1,9 +1,13 @@
 #include "core/model/model_weights.h"
 
+#include <algorithm>
+#include <exception>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 #include "core/kernels/type_traits.h"
+#include "core/sparse/neuron_rows.h"
 
 namespace ember {
 namespace {
@@ -24,8 +28,11 @@ void check_shape(const gguf::TensorInfo& t, int64_t ne0, int64_t ne1) {
   const bool ok = t.ne[0] == static_cast<uint64_t>(ne0) && t.ne[1] == static_cast<uint64_t>(ne1) &&
                   t.ne[2] == 1 && t.ne[3] == 1;
   if (!ok) {
-    std::string expected = ne1 == 1 ? "{" + std::to_string(ne0) + "}"
-                                    : "{" + std::to_string(ne0) + ", " + std::to_string(ne1) + "}";
+    // Appended piece by piece: GCC 12 warns (-Wrestrict, falsely) about "{" + std::to_string(...).
+    std::string expected = "{";
+    expected += std::to_string(ne0);
+    if (ne1 != 1) expected += ", " + std::to_string(ne1);
+    expected += "}";
     throw std::runtime_error("model tensor '" + t.name + "': shape " + shape_string(t) + ", expected " + expected);
   }
 }
@@ -51,6 +58,125 @@ ModelWeights::ModelWeights(const gguf::GgufFile& file, const ModelConfig& c, Wei
     l.ffn_up = bind_matrix(file, p + "ffn_up.weight", c.n_embd, c.n_ff);
     l.ffn_down = bind_matrix(file, p + "ffn_down.weight", c.n_ff, c.n_embd);
   }
+  bind_sparse_tensors(file, c);
+}
+
+namespace {
+
+bool is_predictor_type(GgmlType t) {
+  return t == GgmlType::F32 || t == GgmlType::F16 || t == GgmlType::Q8_0 || t == GgmlType::Q4_0;
+}
+
+// The optional per-layer tensor `suffix` must be present in all layers or in none.
+bool present_in_all_layers(const gguf::GgufFile& file, int64_t n_layer, const std::string& suffix) {
+  int64_t present = 0, first_missing = -1, first_present = -1;
+  for (int64_t i = 0; i < n_layer; ++i) {
+    if (file.find_tensor("blk." + std::to_string(i) + "." + suffix)) {
+      ++present;
+      if (first_present < 0) first_present = i;
+    } else if (first_missing < 0) {
+      first_missing = i;
+    }
+  }
+  if (present != 0 && present != n_layer) {
+    throw std::runtime_error("model tensor 'blk." + std::to_string(first_missing) + "." + suffix + "' is missing: " +
+                             "present in " + std::to_string(present) + " of " + std::to_string(n_layer) +
+                             " layers (e.g. blk." + std::to_string(first_present) + "), needed in all or none");
+  }
+  return present == n_layer;
+}
+
+}  // namespace
+
+void ModelWeights::bind_sparse_tensors(const gguf::GgufFile& file, const ModelConfig& c) {
+  const bool fc1 = present_in_all_layers(file, c.n_layer, "fc1.weight");
+  const bool fc2 = present_in_all_layers(file, c.n_layer, "fc2.weight");
+  if (fc1 != fc2) {
+    const std::string name = std::string("blk.0.") + (fc1 ? "fc2" : "fc1") + ".weight";
+    throw std::runtime_error("model tensor '" + name + "' is missing: a predictor needs both fc1 and fc2 in every layer");
+  }
+  has_predictor_ = fc1;
+  has_down_t_ = present_in_all_layers(file, c.n_layer, "ffn_down_t.weight");
+  for (int64_t i = 0; i < c.n_layer && has_predictor_; ++i) {
+    const std::string p = "blk." + std::to_string(i) + ".";
+    const gguf::TensorInfo& t1 = require(file, p + "fc1.weight");
+    const gguf::TensorInfo& t2 = require(file, p + "fc2.weight");
+    for (const gguf::TensorInfo* t : {&t1, &t2}) {
+      if (!is_predictor_type(t->type)) {
+        throw std::runtime_error("model tensor '" + t->name + "': type " + std::string(type_name(t->type)) +
+                                 " is not supported for predictors (supported: F32, F16, Q8_0, Q4_0)");
+      }
+    }
+    // fc1 {n_embd, r}: its row count is the rank, which fc2 {r, n_ff} must share.
+    const int64_t r = t1.ne[1] <= static_cast<uint64_t>(c.n_ff) ? static_cast<int64_t>(t1.ne[1]) : 0;
+    if (t1.ne[0] != static_cast<uint64_t>(c.n_embd) || r == 0) {
+      throw std::runtime_error("model tensor '" + t1.name + "': shape " + shape_string(t1) + ", expected {" +
+                               std::to_string(c.n_embd) + ", r} with rank r in [1, n_ff = " + std::to_string(c.n_ff) +
+                               "]");
+    }
+    if (t2.ne[0] != t1.ne[1] || t2.ne[1] != static_cast<uint64_t>(c.n_ff)) {
+      throw std::runtime_error("model tensor '" + t2.name + "': shape " + shape_string(t2) + ", expected {" +
+                               std::to_string(r) + ", " + std::to_string(c.n_ff) + "} (rank " + std::to_string(r) +
+                               " from " + t1.name + " " + shape_string(t1) + ")");
+    }
+    LayerWeights& l = layers[static_cast<size_t>(i)];
+    l.pred_fc1 = bind_matrix(file, t1.name, c.n_embd, r);
+    l.pred_fc2 = bind_matrix(file, t2.name, r, c.n_ff);
+    max_predictor_rank_ = std::max(max_predictor_rank_, r);
+  }
+  for (int64_t i = 0; i < c.n_layer && has_down_t_; ++i) {
+    const std::string name = "blk." + std::to_string(i) + ".ffn_down_t.weight";
+    // Neuron rows are read whole or in block-aligned slices, never through matmul: no repacking.
+    const bool repack = repack_;
+    repack_ = false;
+    layers[static_cast<size_t>(i)].ffn_down_t = bind_matrix(file, name, c.n_embd, c.n_ff);
+    repack_ = repack;
+  }
+}
+
+MatrixView ModelWeights::neuron_down_rows(int64_t layer) const {
+  const LayerWeights& l = layers.at(static_cast<size_t>(layer));
+  if (has_down_t_) return l.ffn_down_t;
+  build_neuron_rows();
+  return neuron_rows_->views[static_cast<size_t>(layer)];
+}
+
+uint64_t ModelWeights::neuron_rows_bytes() const { return neuron_rows_->total; }
+
+void ModelWeights::build_neuron_rows() const {
+  std::call_once(neuron_rows_->once, [&] {
+    NeuronRowsCache& cache = *neuron_rows_;
+    const size_t n = layers.size();
+    cache.bytes.resize(n);
+    cache.views.resize(n);
+    // Layers are independent: transpose them on a few threads (mmap'd weights page in meanwhile).
+    const unsigned n_threads = std::max(1u, std::min<unsigned>(std::thread::hardware_concurrency(), 8));
+    std::vector<std::thread> threads;
+    std::vector<std::exception_ptr> errors(n_threads);
+    for (unsigned t = 0; t < n_threads; ++t) {
+      threads.emplace_back([&, t] {
+        try {
+          for (size_t i = t; i < n; i += n_threads) {
+            const MatrixView& down = layers[i].ffn_down;
+            const GgmlType type = neuron_rows_type(down.type);
+            cache.bytes[i] = transpose_to_neuron_rows(down, type);
+            cache.views[i] = neuron_rows_view(cache.bytes[i], type, down.cols, down.rows);
+          }
+        } catch (...) {  // out of memory: reported to the caller, not std::terminate
+          errors[t] = std::current_exception();
+        }
+      });
+    }
+    for (auto& th : threads) th.join();
+    for (const auto& e : errors) {
+      if (e) {
+        cache.bytes.clear();
+        cache.views.clear();
+        std::rethrow_exception(e);
+      }
+    }
+    for (const auto& b : cache.bytes) cache.total += b.size();
+  });
 }
 
 const void* ModelWeights::data_of(const gguf::GgufFile& file, const gguf::TensorInfo& t) {

@@ -3,6 +3,8 @@
 // checked (expected vs actual in the error), kept either memory-mapped or read into aligned
 // memory. Shapes are given as ggml's {ne0 (row length), ne1 (rows)}.
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -25,6 +27,10 @@ struct LayerWeights {
   MatrixView ffn_gate;               // (n_embd -> n_ff)
   MatrixView ffn_up;                 // (n_embd -> n_ff)
   MatrixView ffn_down;               // (n_ff -> n_embd)
+  // Optional (PowerInfer files; data == nullptr when absent, and then absent in every layer):
+  MatrixView pred_fc1;               // blk.N.fc1.weight (n_embd -> r), r may differ per layer
+  MatrixView pred_fc2;               // blk.N.fc2.weight (r -> n_ff)
+  MatrixView ffn_down_t;             // blk.N.ffn_down_t.weight {n_embd, n_ff}: row i = neuron i's down column
 };
 
 class ModelWeights {
@@ -44,10 +50,26 @@ class ModelWeights {
   uint64_t resident_bytes() const { return resident_bytes_; }
   uint64_t repacked_bytes() const { return repacked_bytes_; }
 
+  // Every layer has predictor tensors (fc1, fc2) / a pre-transposed down (ffn_down_t).
+  bool has_predictor() const { return has_predictor_; }
+  bool has_down_t() const { return has_down_t_; }
+  int64_t max_predictor_rank() const { return max_predictor_rank_; }
+
+  // Layer l's down projection with one row per neuron, for the sparse FFN: ffn_down_t when the
+  // file has it, else a transposed copy of ffn_down (F32 or F16, see core/sparse/neuron_rows.h for
+  // the memory cost) built for all layers on the first call. Thread-safe; the copy lives as long
+  // as the weights. The first call takes a while on big models (it is done when a context with a
+  // sparse mode is created, never during decoding).
+  MatrixView neuron_down_rows(int64_t layer) const;
+  // Bytes of the transposed copies built so far (0 when none, or when ffn_down_t is used).
+  uint64_t neuron_rows_bytes() const;
+
  private:
   MatrixView bind_matrix(const gguf::GgufFile& file, const std::string& name, int64_t ne0, int64_t ne1);
   const float* bind_vector(const gguf::GgufFile& file, const std::string& name, int64_t n);
   const void* data_of(const gguf::GgufFile& file, const gguf::TensorInfo& t);
+  void bind_sparse_tensors(const gguf::GgufFile& file, const ModelConfig& config);
+  void build_neuron_rows() const;
 
   WeightLoad load_;
   std::vector<io::MappedRegion> maps_;
@@ -56,6 +78,17 @@ class ModelWeights {
   bool repack_ = false;
   uint64_t resident_bytes_ = 0;
   uint64_t repacked_bytes_ = 0;
+  bool has_predictor_ = false;
+  bool has_down_t_ = false;
+  int64_t max_predictor_rank_ = 0;
+  // Built lazily by neuron_down_rows(): a cache of derived data, not model state.
+  struct NeuronRowsCache {
+    std::once_flag once;
+    std::vector<std::vector<uint8_t>> bytes;  // per layer
+    std::vector<MatrixView> views;            // per layer
+    uint64_t total = 0;
+  };
+  std::unique_ptr<NeuronRowsCache> neuron_rows_ = std::make_unique<NeuronRowsCache>();
 };
 
 }  // namespace ember

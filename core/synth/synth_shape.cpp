@@ -35,7 +35,9 @@ uint64_t TensorSpec::n_elements() const {
   return n;
 }
 
-std::vector<TensorSpec> model_tensors(const ModelShape& s) {
+std::vector<TensorSpec> model_tensors(const ModelShape& s) { return model_tensors(s, SparseParams{}); }
+
+std::vector<TensorSpec> model_tensors(const ModelShape& s, SparseParams sparse) {
   if (s.dim <= 0 || s.n_heads <= 0 || s.n_kv_heads <= 0 || s.n_layers <= 0 || s.ffn_dim <= 0 || s.n_vocab <= 0)
     throw std::invalid_argument("synth: model shape has a non-positive dimension");
   if (s.dim % s.n_heads != 0 || s.n_heads % s.n_kv_heads != 0)
@@ -44,11 +46,22 @@ std::vector<TensorSpec> model_tensors(const ModelShape& s) {
     throw std::invalid_argument("synth: dim and ffn_dim must be multiples of 256 (the Q4_K block)");
   const auto dim = static_cast<uint64_t>(s.dim), kv = static_cast<uint64_t>(s.kv_dim()),
              ffn = static_cast<uint64_t>(s.ffn_dim), vocab = static_cast<uint64_t>(s.n_vocab);
+  if (sparse.enabled()) {
+    sparse.dim = s.dim, sparse.n_ff = s.ffn_dim, sparse.n_layers = s.n_layers;
+    if (sparse.predictor_rank <= 0) sparse.predictor_rank = default_predictor_rank(s.dim);
+    if (sparse.predictor_rank < 2 || sparse.predictor_rank > s.dim)
+      throw std::invalid_argument("synth: predictor rank " + std::to_string(sparse.predictor_rank) +
+                                  " is outside [2, n_embd = " + std::to_string(s.dim) + "]");
+  } else {
+    sparse = SparseParams{};
+  }
   std::vector<TensorSpec> t;
   const float residual_scale = 1.0f / std::sqrt(2.0f * static_cast<float>(s.n_layers));
-  auto add = [&t, residual_scale](std::string name, TensorRole role, int32_t layer, std::vector<uint64_t> ne) {
+  auto add = [&t, residual_scale, &sparse](std::string name, TensorRole role, int32_t layer, std::vector<uint64_t> ne) {
     TensorSpec spec;
-    if (role == TensorRole::AttnOut || role == TensorRole::FfnDown) spec.std_scale = residual_scale;
+    if (role == TensorRole::AttnOut || role == TensorRole::FfnDown || role == TensorRole::FfnDownT)
+      spec.std_scale = residual_scale;
+    spec.sparse = sparse;
     spec.name = std::move(name);
     spec.role = role;
     spec.layer = layer;
@@ -67,6 +80,12 @@ std::vector<TensorSpec> model_tensors(const ModelShape& s) {
     add(p + "ffn_gate.weight", TensorRole::FfnGate, l, {dim, ffn});
     add(p + "ffn_up.weight", TensorRole::FfnUp, l, {dim, ffn});
     add(p + "ffn_down.weight", TensorRole::FfnDown, l, {ffn, dim});
+    if (sparse.enabled() && sparse.down_transposed) add(p + "ffn_down_t.weight", TensorRole::FfnDownT, l, {dim, ffn});
+    if (sparse.enabled() && sparse.predictor) {
+      const auto rank = static_cast<uint64_t>(sparse.predictor_rank);
+      add(p + "fc1.weight", TensorRole::PredictorFc1, l, {dim, rank});
+      add(p + "fc2.weight", TensorRole::PredictorFc2, l, {rank, ffn});
+    }
   }
   add("output_norm.weight", TensorRole::Norm, -1, {dim});
   add("output.weight", TensorRole::Output, -1, {dim, vocab});

@@ -6,6 +6,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/synth/sparse_design.h"
+
 namespace ember::synth {
 
 struct ModelShape {
@@ -29,7 +31,11 @@ ModelShape preset_shape(std::string_view name);
 std::vector<std::string> preset_names();
 
 // What a tensor is, which decides how its values are drawn.
-enum class TensorRole { Embedding, Norm, AttnQ, AttnK, AttnV, AttnOut, FfnGate, FfnUp, FfnDown, Output };
+// FfnDownT, PredictorFc1 and PredictorFc2 exist only in ReLU / dReLU models (sparse_design.h).
+enum class TensorRole {
+  Embedding, Norm, AttnQ, AttnK, AttnV, AttnOut, FfnGate, FfnUp, FfnDown, Output,
+  FfnDownT, PredictorFc1, PredictorFc2
+};
 
 struct TensorSpec {
   std::string name;
@@ -44,6 +50,9 @@ struct TensorSpec {
   // branches every layer amplifies tiny rounding differences, and two correct engines (or even
   // llama.cpp's own repacked and plain kernels) would disagree on the greedy token after a few layers.
   float std_scale = 1.0f;
+  // How the FFN is made sparse; sparse.enabled() is false for SiLU models, whose weights are
+  // drawn exactly as before the sparse designs existed.
+  SparseParams sparse;
   bool is_matrix() const { return role != TensorRole::Norm; }
   uint64_t n_elements() const;
 };
@@ -51,6 +60,10 @@ struct TensorSpec {
 // Tensors in llama.cpp's usual file order. Checks that every row length is a multiple of 256 (so
 // every quantized type, Q4_K included, can store it); throws std::invalid_argument otherwise.
 std::vector<TensorSpec> model_tensors(const ModelShape& shape);
+// With sparse.enabled(): every spec carries `sparse` (its dim/n_ff/n_layers filled in from the
+// shape, predictor_rank resolved) and, per layer, ffn_down_t / fc1 / fc2 follow ffn_down when
+// asked for. Throws std::invalid_argument on a predictor rank outside [2, dim].
+std::vector<TensorSpec> model_tensors(const ModelShape& shape, SparseParams sparse);
 
 uint64_t parameter_count(const ModelShape& shape);
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/sampling/rng.h"
+#include "core/synth/sparse_weights.h"
 
 namespace ember::synth {
 
@@ -68,14 +69,23 @@ void add_successor_bonus(const TensorSpec& spec, uint64_t seed, uint64_t j, floa
   embd.ne = {dim, n_vocab};
   scratch.resize(dim);
   fill_uniform(embd, seed, t, scratch.data());
-  // The final normed hidden state h is ~ e_t / rms(x) with rms(x) ~ 1.2, so h . e_t ~ dim / 1.2.
-  const float gamma = kSuccessorLogit * 1.2f / static_cast<float>(dim);
+  // Sparse models: only the token's own (fast) dimensions, which the sparse embedding keeps from
+  // this plain draw, not the slow part it shares with its neighbours on the successor cycle;
+  // otherwise the tokens just before t on the cycle, t itself included, would get part of the
+  // bonus and greedy text would loop back.
+  if (spec.sparse.enabled()) keep_fast_dimensions(scratch.data(), static_cast<int64_t>(dim));
+  // The final normed hidden state h is ~ e_t / rms(x) with rms(x) ~ 1.2, so h . e_t ~ dim / 1.2
+  // (or half of it with the fast dimensions alone).
+  const float kept = spec.sparse.enabled() ? 0.5f : 1.0f;
+  const float gamma = kSuccessorLogit * 1.2f / (kept * static_cast<float>(dim));
   for (uint64_t i = 0; i < dim; ++i) row[i] += gamma * scratch[i];
 }
 
 }  // namespace
 
 float weight_std(const TensorSpec& spec) { return role_std(spec) * spec.std_scale; }
+
+uint64_t successor_token(uint64_t t, uint64_t n_vocab) { return (t * successor_multiplier(n_vocab) + 1) % n_vocab; }
 
 namespace {
 
@@ -100,7 +110,13 @@ void fill_uniform(const TensorSpec& spec, uint64_t seed, uint64_t r, float* row)
 
 }  // namespace
 
+void draw_plain_row(const TensorSpec& spec, uint64_t seed, uint64_t r, float* row) { fill_uniform(spec, seed, r, row); }
+
 void generate_rows(const TensorSpec& spec, uint64_t seed, uint64_t row_begin, uint64_t row_end, float* out) {
+  if (spec.sparse.enabled() && drawn_by_sparse_design(spec.role)) {
+    generate_sparse_rows(spec, seed, row_begin, row_end, out);
+    return;
+  }
   const uint64_t n = spec.ne[0];
   std::vector<float> scratch;
   for (uint64_t r = row_begin; r < row_end; ++r) {

@@ -33,9 +33,29 @@ uint32_t ggml_file_type(GgmlType type) {
   }
 }
 
+std::optional<FfnActivation> parse_activation(std::string_view name) {
+  if (name == "silu") return FfnActivation::SiLU;
+  if (name == "relu") return FfnActivation::ReLU;
+  if (name == "drelu") return FfnActivation::DReLU;
+  return std::nullopt;
+}
+
+// Spelled here rather than through activation_name() so that core/synth needs only the enum of
+// core/model, not its library.
+const char* activation_key_value(FfnActivation a) {
+  switch (a) {
+    case FfnActivation::SiLU: return "silu";
+    case FfnActivation::ReLU: return "relu";
+    case FfnActivation::DReLU: return "drelu";
+  }
+  return "silu";
+}
+
 namespace {
 
-void add_llama_metadata(gguf::GgufWriter& w, const ModelShape& s, GgmlType type, uint64_t seed) {
+void add_llama_metadata(gguf::GgufWriter& w, const ModelShape& s, const SynthOptions& o) {
+  const GgmlType type = o.type;
+  const uint64_t seed = o.seed;
   w.add_string("general.architecture", "llama");
   w.add_string("general.name", "ember-synth-" + s.preset);
   w.add_u32("general.file_type", ggml_file_type(type));
@@ -51,6 +71,8 @@ void add_llama_metadata(gguf::GgufWriter& w, const ModelShape& s, GgmlType type,
   w.add_u32("llama.vocab_size", static_cast<uint32_t>(s.n_vocab));
   w.add_string("ember.synth.preset", s.preset);
   w.add_u64("ember.synth.seed", seed);
+  // SiLU models keep their old metadata exactly (no key means SwiGLU to every reader).
+  if (o.activation != FfnActivation::SiLU) w.add_string("llama.ffn_activation", activation_key_value(o.activation));
 }
 
 void add_builtin_tokenizer(gguf::GgufWriter& w, const Vocabulary& v) {
@@ -89,6 +111,14 @@ std::vector<uint8_t> quiet_output_rows(const std::vector<int32_t>& token_types) 
     quiet[i] = token_types[i] != static_cast<int32_t>(TokenType::Normal) &&
                token_types[i] != static_cast<int32_t>(TokenType::UserDefined);
   return quiet;
+}
+
+// Norms are F32; predictors F16 (small, and their rank need not fit a quantization block);
+// every other matrix is of the requested type.
+GgmlType storage_type(const TensorSpec& t, GgmlType matrix_type) {
+  if (!t.is_matrix()) return GgmlType::F32;
+  if (t.role == TensorRole::PredictorFc1 || t.role == TensorRole::PredictorFc2) return GgmlType::F16;
+  return matrix_type;
 }
 
 // Generates and quantizes one tensor in slices spread over the threads, writing slices in order.
@@ -156,6 +186,11 @@ SynthResult write_synth_model(const SynthOptions& options, const SynthProgress& 
     throw std::invalid_argument("synth: type " + std::string(type_name(options.type)) +
                                 " is not one synth writes (F32, F16, Q8_0, Q4_0, Q4_K)");
   if (options.output_path.empty()) throw std::invalid_argument("synth: no output path");
+  if ((options.predictor || options.down_transposed || options.predictor_rank != 0) &&
+      options.activation == FfnActivation::SiLU)
+    throw std::invalid_argument(
+        "synth: --predictor, --predictor-rank and --down-transposed need --activation relu or drelu "
+        "(a SiLU FFN has no exact zeros to predict)");
   ModelShape shape = preset_shape(options.preset);
 
   // The tokenizer decides n_vocab, which the llama.* keys state, so it is settled first.
@@ -168,22 +203,34 @@ SynthResult write_synth_model(const SynthOptions& options, const SynthProgress& 
     shape.n_vocab = tokenizer_size(*source);
   }
   gguf::GgufWriter writer;
-  add_llama_metadata(writer, shape, options.type, options.seed);
+  add_llama_metadata(writer, shape, options);
   if (source)
     copy_tokenizer(writer, *source);
   else
     add_builtin_tokenizer(writer, builtin);
 
-  auto tensors = model_tensors(shape);
+  SparseParams sparse;
+  sparse.activation = options.activation;
+  sparse.predictor = options.predictor;
+  sparse.predictor_rank = options.predictor_rank;
+  sparse.down_transposed = options.down_transposed;
+  // 4-bit rounding of the gate rows adds noise the predictor (made from the exact rows) cannot
+  // see; a wider margin keeps recall above 0.95 there.
+  if (options.type == GgmlType::Q4_0 || options.type == GgmlType::Q4_K) sparse.predictor_margin = kPredictorMargin4Bit;
+  auto tensors = model_tensors(shape, sparse);
   tensors.back().quiet_rows = quiet_output_rows(source ? token_types_of(*source) : builtin.types);
-  for (const auto& t : tensors) writer.add_tensor(t.name, t.is_matrix() ? options.type : GgmlType::F32, t.ne);
+  for (const auto& t : tensors) writer.add_tensor(t.name, storage_type(t, options.type), t.ne);
+  if (options.predictor) {
+    writer.set_powerinfer_magic(true);
+    writer.add_f32("powerinfer.sparse_threshold", 0.0f);
+  }
   writer.begin(options.output_path);
   constexpr int kMaxThreads = 256;  // each one holds ~12 MiB of slice buffers
   const int threads = std::min(kMaxThreads, options.threads > 0 ? options.threads
                                                                 : std::max(1, static_cast<int>(std::thread::hardware_concurrency())));
   TensorStreamer streamer(threads, options.seed);
   for (size_t i = 0; i < tensors.size(); ++i) {
-    streamer.write(writer, tensors[i], tensors[i].is_matrix() ? options.type : GgmlType::F32);
+    streamer.write(writer, tensors[i], storage_type(tensors[i], options.type));
     if (progress) progress(i + 1, tensors.size());
   }
   writer.finish();

@@ -4,8 +4,11 @@
 // while the file is streamed out, so multi-GB models never sit in memory.
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
+#include <string_view>
 
+#include "core/model/model_config.h"  // FfnActivation only (an enum: no link dependency on ember_model)
 #include "core/synth/synth_shape.h"
 #include "core/tensor/ggml_type.h"
 
@@ -18,7 +21,21 @@ struct SynthOptions {
   uint64_t seed = 0;
   std::string vocab_from;          // a GGUF model whose tokenizer.* metadata is copied; empty: built-in
   int threads = 0;                 // <= 0: hardware concurrency
+  // The FFN's activation. SiLU writes the classic synthetic model (byte for byte as before);
+  // ReLU and dReLU write TurboSparse-like weights in which ~90% of the FFN neurons are inactive per
+  // token, with a power-law activation frequency (docs/synthetic-models.md), and the metadata key
+  // llama.ffn_activation ("relu" / "drelu").
+  FfnActivation activation = FfnActivation::SiLU;
+  // Also write PowerInfer predictor tensors blk.N.fc1/fc2.weight and the "PWRI" magic
+  // (ReLU / dReLU only).
+  bool predictor = false;
+  int64_t predictor_rank = 0;      // rank r of the predictor; <= 0: n_embd / 8
+  bool down_transposed = false;    // also write blk.N.ffn_down_t.weight ({n_embd, n_ff}, one row per neuron)
 };
+
+// "silu", "relu", "drelu" (the values of llama.ffn_activation); nullopt for anything else.
+std::optional<FfnActivation> parse_activation(std::string_view name);
+const char* activation_key_value(FfnActivation a);
 
 struct SynthResult {
   ModelShape shape;                // n_vocab follows the tokenizer actually written

@@ -10,6 +10,7 @@
 #include "core/model/generator.h"
 #include "core/model/sequence_generator.h"
 #include "tests/support/fixtures.h"
+#include "tests/support/counting_new.h"
 
 namespace ember {
 namespace {
@@ -200,21 +201,6 @@ TEST_CASE("sequence generator: generate() checks limits before evaluating anythi
 
 }  // namespace ember
 
-// Counting allocations on this thread while a flag is set: the replaced global operator new only
-// adds to a thread-local counter, so the rest of the test binary is unaffected.
-namespace {
-thread_local bool g_count_allocations = false;
-thread_local long g_allocations = 0;
-}  // namespace
-
-void* operator new(std::size_t n) {
-  if (g_count_allocations) ++g_allocations;
-  if (void* p = std::malloc(n ? n : 1)) return p;
-  throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-
 namespace ember {
 
 TEST_CASE("sequence generator: decode steps do not allocate") {
@@ -240,13 +226,13 @@ TEST_CASE("sequence generator: decode steps do not allocate") {
     return true;
   };
   g.step(sink);  // the prefill
-  g_allocations = 0;
-  g_count_allocations = true;
+  // The pool has one thread (this one), so nothing else allocates meanwhile.
+  const long before = test::allocation_count();
   while (!g.done()) g.step(sink);
-  g_count_allocations = false;
+  const long allocations = test::allocation_count() - before;
   CHECK(g.stats().generated_tokens == 64);
   CHECK(bytes > 0);
-  CHECK(g_allocations == 0);
+  CHECK(allocations == 0);
 }
 
 }  // namespace ember

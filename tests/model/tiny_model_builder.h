@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/gguf/gguf_writer.h"
+#include "tests/support/test_vocab.h"
 
 namespace ember::test {
 
@@ -35,27 +36,7 @@ inline std::filesystem::path write_tiny_model(const TinyModelSpec& s, const std:
   w.add_u32("llama.attention.head_count_kv", static_cast<uint32_t>(s.n_head_kv));
   w.add_u32("llama.context_length", 128);
   w.add_f32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
-  // A SentencePiece vocabulary: control tokens, the 256 byte tokens, then letters.
-  std::vector<std::string> tokens = {"<unk>", "<s>", "</s>"};
-  std::vector<int32_t> types = {2, 3, 3};
-  for (int b = 0; b < 256; ++b) {
-    char buf[8];
-    std::snprintf(buf, sizeof buf, "<0x%02X>", b);
-    tokens.push_back(buf);
-    types.push_back(6);
-  }
-  for (int i = 0; static_cast<int64_t>(tokens.size()) < s.n_vocab; ++i) {
-    tokens.push_back(std::string("\xE2\x96\x81") + static_cast<char>('a' + i % 26) + std::to_string(i / 26));
-    types.push_back(1);
-  }
-  std::vector<float> scores(tokens.size());
-  for (size_t i = 0; i < scores.size(); ++i) scores[i] = -static_cast<float>(i);
-  w.add_string("tokenizer.ggml.model", "llama");
-  w.add_string_array("tokenizer.ggml.tokens", tokens);
-  w.add_f32_array("tokenizer.ggml.scores", scores);
-  w.add_i32_array("tokenizer.ggml.token_type", types);
-  w.add_u32("tokenizer.ggml.bos_token_id", 1);
-  w.add_u32("tokenizer.ggml.eos_token_id", 2);
+  add_test_spm_vocab(w, s.n_vocab);
 
   struct T {
     std::string name;

@@ -1,0 +1,77 @@
+#pragma once
+// The arithmetic that makes a synthetic ReLU / dReLU model TurboSparse-like: ~90% of FFN neurons
+// inactive per token, a power-law activation frequency over neurons, and gates that a small
+// PowerInfer predictor can forecast. Nothing here is a side channel: the sparsity comes out of the
+// weights through the model's ordinary arithmetic. See docs/synthetic-models.md for the why.
+//
+// In short:
+// - Residual dimension kBiasChannel ("the bias channel") holds the constant kChannelValue in every
+//   token embedding. Nothing writes into it (row kBiasChannel of attn_output and ffn_down is 0),
+//   attention and the output head do not read it (attn_norm and output_norm weigh it 0), and
+//   ffn_norm weighs it channel_gain(), so after RMSNorm it is a large, nearly constant input.
+// - Gate row i puts a negative weight on that channel: a per-neuron bias chosen so that the gate
+//   is positive with probability target_frequency(i) (a power law over a per-layer permutation of
+//   the neurons), given the spread of the rest of the pre-activation.
+// - The rest of each gate row is low rank plus a little noise, G = A B + E, so a predictor
+//   fc2 relu(fc1 x) of rank `predictor_rank` recovers the gate's sign (see predictor rows).
+// - dReLU: the up rows get a positive bias (relu(up) > 0 for ~kUpActiveFraction of tokens); the
+//   gate's target frequency is divided by it, so the product fires at target_frequency(i).
+#include <cstdint>
+#include <vector>
+
+#include "core/model/model_config.h"  // FfnActivation (the enum only: no link dependency)
+
+namespace ember::synth {
+
+inline constexpr int64_t kBiasChannel = 0;
+inline constexpr float kChannelValue = 2.0f;        // its value in every embedding
+inline constexpr double kTargetActive = 0.10;      // mean firing probability of a neuron
+inline constexpr double kMaxFrequency = 0.85;      // hottest neurons' firing probability
+inline constexpr double kPowerLawExponent = 1.5;   // f ~ (rank / n_ff + kPowerLawOffset)^-1.5
+inline constexpr double kPowerLawOffset = 0.01;
+inline constexpr double kUpActiveFraction = 0.9;   // dReLU: P(up > 0)
+inline constexpr float kGateNoise = 0.1f;          // |E| relative to |A B| in gate rows
+inline constexpr float kPredictorShift = 6.0f;     // keeps fc1's low-rank outputs positive
+inline constexpr double kSlowFrequencyMin = 0.01;  // embedding's slow part: cycles per token
+inline constexpr double kSlowFrequencyMax = 0.06;
+inline constexpr float kPredictorMargin = 0.1f;    // in units of the gate's spread: recall over precision
+inline constexpr float kPredictorMargin4Bit = 0.25f;  // the same for 4-bit gates (Q4_0, Q4_K)
+
+struct SparseParams {
+  FfnActivation activation = FfnActivation::SiLU;
+  int64_t dim = 0;
+  int64_t n_ff = 0;
+  int64_t n_layers = 0;
+  int64_t predictor_rank = 0;  // rows of fc1: rank - 1 low-rank directions + 1 constant row
+  bool predictor = false;
+  bool down_transposed = false;
+  // How far above the gate's low-rank part (in units of the gate's spread) the predictor's
+  // threshold sits: larger for coarser quantization, whose rounding the predictor cannot see.
+  float predictor_margin = kPredictorMargin;
+  bool enabled() const { return activation != FfnActivation::SiLU; }
+};
+
+// Rank used when the option says 0: n_embd / 8 (a multiple of 32, since n_embd is of 256).
+int64_t default_predictor_rank(int64_t dim);
+
+// Weight of the bias channel in ffn_norm: large enough that the per-neuron biases in the gate
+// rows stay within the range of the other weights (so quantization treats them well).
+float channel_gain(int64_t dim);
+
+// Expected mean square of the residual stream's ordinary dimensions at the FFN input of `layer`:
+// 1 from the embedding plus what the (down-scaled) attention and FFN branches add.
+float residual_variance(const SparseParams& p, int32_t layer);
+
+// The firing probability the design gives each neuron of `layer` (of the whole neuron: gate and,
+// for dReLU, up): a power law over a per-layer permutation of the neurons, mean kTargetActive.
+std::vector<double> target_frequencies(const SparseParams& p, int32_t layer);
+
+// beta with P(Z > beta) = p for a standard normal Z (p in (0, 1)).
+double normal_upper_quantile(double p);
+
+// The low-rank factors of a layer's gate: B (rank-1 rows of length dim, zero on the bias channel)
+// and row i of A (rank-1 values). Deterministic in (seed, layer, row).
+void gate_basis(const SparseParams& p, uint64_t seed, int32_t layer, std::vector<float>& b);
+void gate_mix_row(const SparseParams& p, uint64_t seed, int32_t layer, int64_t neuron, float* a);
+
+}  // namespace ember::synth

@@ -1,0 +1,156 @@
+#pragma once
+// A plain F32 forward pass of a synthetic llama model, written for the tests only, that records
+// what the FFN of every layer computes at every position: the gate and up pre-activations and, for
+// PowerInfer files, the predictor's scores. It reads the weights the file really holds (dequantized
+// by the kernels' to_float), so the sparsity it measures is the model's, not the design's intent.
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "core/gguf/gguf_file.h"
+#include "core/kernels/type_traits.h"
+
+namespace ember::test {
+
+struct Matrix {
+  int64_t cols = 0, rows = 0;  // cols = ne[0]
+  std::vector<float> v;
+  const float* row(int64_t r) const { return v.data() + r * cols; }
+  void apply(const float* x, float* y) const {
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* w = row(r);
+      double s = 0.0;
+      for (int64_t c = 0; c < cols; ++c) s += static_cast<double>(w[c]) * x[c];
+      y[r] = static_cast<float>(s);
+    }
+  }
+};
+
+inline Matrix load_matrix(const gguf::GgufFile& f, const std::string& name) {
+  const auto* t = f.find_tensor(name);
+  if (t == nullptr) throw std::runtime_error("no tensor " + name);
+  std::vector<uint8_t> raw(t->n_bytes);
+  f.read_tensor(*t, raw.data());
+  Matrix m;
+  m.cols = static_cast<int64_t>(t->ne[0]);
+  m.rows = static_cast<int64_t>(t->n_elements / t->ne[0]);
+  m.v.resize(t->n_elements);
+  if (t->type == GgmlType::F32) {
+    std::memcpy(m.v.data(), raw.data(), raw.size());
+  } else {
+    const KernelTraits* k = kernel_traits(t->type);
+    for (int64_t r = 0; r < m.rows; ++r)
+      k->to_float(raw.data() + static_cast<uint64_t>(r) * t->row_bytes(), m.v.data() + r * m.cols, m.cols);
+  }
+  return m;
+}
+
+struct FfnTrace {
+  // [layer][position][neuron]
+  std::vector<std::vector<std::vector<float>>> gate, up, score;
+};
+
+inline void rms_norm_ref(const float* x, const float* w, float* y, int64_t n, float eps) {
+  double s = 0.0;
+  for (int64_t i = 0; i < n; ++i) s += static_cast<double>(x[i]) * x[i];
+  const float k = static_cast<float>(1.0 / std::sqrt(s / static_cast<double>(n) + eps));
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] * k * w[i];
+}
+
+inline void rope_ref(float* v, int64_t n_heads, int64_t hd, int64_t pos, float theta) {
+  for (int64_t h = 0; h < n_heads; ++h)
+    for (int64_t i = 0; i < hd; i += 2) {
+      const double a = static_cast<double>(pos) * std::pow(theta, -static_cast<double>(i) / static_cast<double>(hd));
+      const float c = static_cast<float>(std::cos(a)), s = static_cast<float>(std::sin(a));
+      float* p = v + h * hd + i;
+      const float x0 = p[0], x1 = p[1];
+      p[0] = x0 * c - x1 * s;
+      p[1] = x0 * s + x1 * c;
+    }
+}
+
+// Runs `tokens` through the model (llama architecture, F32 arithmetic) and records the FFNs.
+inline FfnTrace trace_ffn(const gguf::GgufFile& f, const std::vector<int32_t>& tokens) {
+  const auto& md = f.metadata();
+  const auto dim = static_cast<int64_t>(*md.get_uint("llama.embedding_length"));
+  const auto n_layer = static_cast<int64_t>(*md.get_uint("llama.block_count"));
+  const auto n_ff = static_cast<int64_t>(*md.get_uint("llama.feed_forward_length"));
+  const auto n_head = static_cast<int64_t>(*md.get_uint("llama.attention.head_count"));
+  const auto n_kv = static_cast<int64_t>(*md.get_uint("llama.attention.head_count_kv"));
+  const float eps = static_cast<float>(*md.get_float("llama.attention.layer_norm_rms_epsilon"));
+  const float theta = static_cast<float>(*md.get_float("llama.rope.freq_base"));
+  const std::string act = md.get_string("llama.ffn_activation").value_or("silu");
+  const int64_t hd = dim / n_head, kvd = hd * n_kv, T = static_cast<int64_t>(tokens.size());
+  const Matrix embd = load_matrix(f, "token_embd.weight");
+  std::vector<std::vector<float>> x(static_cast<size_t>(T));
+  for (int64_t p = 0; p < T; ++p) x[p].assign(embd.row(tokens[p]), embd.row(tokens[p]) + dim);
+  FfnTrace tr;
+  tr.gate.resize(n_layer), tr.up.resize(n_layer), tr.score.resize(n_layer);
+  std::vector<float> h(dim), q(dim), att(dim), o(dim), g(n_ff), u(n_ff), a(n_ff), d(dim);
+  for (int64_t l = 0; l < n_layer; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    const Matrix an = load_matrix(f, p + "attn_norm.weight"), wq = load_matrix(f, p + "attn_q.weight"),
+                 wk = load_matrix(f, p + "attn_k.weight"), wv = load_matrix(f, p + "attn_v.weight"),
+                 wo = load_matrix(f, p + "attn_output.weight"), fn = load_matrix(f, p + "ffn_norm.weight"),
+                 wg = load_matrix(f, p + "ffn_gate.weight"), wu = load_matrix(f, p + "ffn_up.weight"),
+                 wd = load_matrix(f, p + "ffn_down.weight");
+    const bool has_pred = f.find_tensor(p + "fc1.weight") != nullptr;
+    Matrix fc1, fc2;
+    if (has_pred) fc1 = load_matrix(f, p + "fc1.weight"), fc2 = load_matrix(f, p + "fc2.weight");
+    std::vector<float> kc(T * kvd), vc(T * kvd), z(has_pred ? fc1.rows : 0), sc(n_ff);
+    for (int64_t pos = 0; pos < T; ++pos) {  // attention, causal
+      float* xp = x[pos].data();
+      rms_norm_ref(xp, an.v.data(), h.data(), dim, eps);
+      wq.apply(h.data(), q.data());
+      wk.apply(h.data(), kc.data() + pos * kvd);
+      wv.apply(h.data(), vc.data() + pos * kvd);
+      rope_ref(q.data(), n_head, hd, pos, theta);
+      rope_ref(kc.data() + pos * kvd, n_kv, hd, pos, theta);
+      for (int64_t hh = 0; hh < n_head; ++hh) {
+        const int64_t kvh = hh / (n_head / n_kv);
+        std::vector<double> w(pos + 1);
+        double mx = -1e300;
+        for (int64_t j = 0; j <= pos; ++j) {
+          double s = 0;
+          for (int64_t i = 0; i < hd; ++i) s += double(q[hh * hd + i]) * kc[j * kvd + kvh * hd + i];
+          w[j] = s / std::sqrt(double(hd));
+          mx = std::max(mx, w[j]);
+        }
+        double tot = 0;
+        for (auto& e : w) tot += (e = std::exp(e - mx));
+        for (int64_t i = 0; i < hd; ++i) {
+          double s = 0;
+          for (int64_t j = 0; j <= pos; ++j) s += w[j] / tot * vc[j * kvd + kvh * hd + i];
+          att[hh * hd + i] = static_cast<float>(s);
+        }
+      }
+      wo.apply(att.data(), o.data());
+      for (int64_t i = 0; i < dim; ++i) xp[i] += o[i];
+      // FFN: the predictor reads the residual stream before ffn_norm.
+      if (has_pred) {
+        fc1.apply(xp, z.data());
+        for (float& e : z) e = std::max(e, 0.0f);
+        fc2.apply(z.data(), sc.data());
+        tr.score[l].push_back(sc);
+      }
+      rms_norm_ref(xp, fn.v.data(), h.data(), dim, eps);
+      wg.apply(h.data(), g.data());
+      wu.apply(h.data(), u.data());
+      tr.gate[l].push_back(g);
+      tr.up[l].push_back(u);
+      for (int64_t i = 0; i < n_ff; ++i) {
+        const float gi = g[i], ui = u[i];
+        if (act == "silu") a[i] = gi / (1.0f + std::exp(-gi)) * ui;
+        else if (act == "relu") a[i] = std::max(gi, 0.0f) * ui;
+        else a[i] = std::max(gi, 0.0f) * std::max(ui, 0.0f);
+      }
+      wd.apply(a.data(), d.data());
+      for (int64_t i = 0; i < dim; ++i) xp[i] += d[i];
+    }
+  }
+  return tr;
+}
+
+}  // namespace ember::test
