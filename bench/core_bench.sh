@@ -36,6 +36,8 @@ wait_idle=0
 usage() { sed -n '2,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 fail() { echo "core_bench.sh: error: $*" >&2; exit 1; }
 log() { echo "core_bench.sh: $*" >&2; }
+# shellcheck source=bench/bench_common.sh
+source "$repo/bench/bench_common.sh"
 
 while [[ $# -gt 0 ]]; do
     case "$1" in
@@ -77,36 +79,11 @@ raw="$out_dir/runs.jsonl"
 
 # Machine facts go next to the numbers: they are meaningless without them.
 {
-    echo "date_utc=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
-    echo "cpu_model=$(lscpu | sed -n 's/^Model name: *//p' | head -n1)"
-    echo "cpus=$(nproc)"
-    echo "mem_total_kib=$(awk '/^MemTotal/ {print $2}' /proc/meminfo)"
-    echo "kernel=$(uname -r)"
-    echo "loadavg_at_start=$(cut -d' ' -f1-3 /proc/loadavg)"
+    machine_facts
     echo "ember_git=$(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo none)"
     echo "llamacpp=node-llama-cpp@3.21.1 (llama.cpp v0.4.0) $peer"
 } > "$out_dir/machine.txt"
 log "machine: $(tr '\n' ' ' < "$out_dir/machine.txt")"
-
-# With --wait-idle, waits up to that many seconds for 15 s of quiet (at most one runnable task
-# besides this script in each of 3 samples) before a run: both engines' thread pools slow down
-# badly when other processes share the cores, llama.cpp's spinning barriers most of all. The
-# load average is no guide here: the previous run of this script raises it by itself.
-wait_for_idle() {
-    local waited=0 quiet=0 runnable
-    while (( waited < wait_idle )); do
-        read -r _ _ _ runnable _ < /proc/loadavg
-        if (( ${runnable%/*} <= 2 )); then
-            quiet=$((quiet + 1))
-            (( quiet >= 3 )) && return 0
-        else
-            quiet=0
-        fi
-        sleep 5
-        waited=$((waited + 5))
-    done
-    (( wait_idle == 0 )) || log "machine not idle after ${wait_idle}s (load $(cut -d' ' -f1-4 /proc/loadavg)); running anyway"
-}
 
 # Runs one engine once and appends its JSON line, tagged with the run's role, to $raw.
 run_engine() {

@@ -45,6 +45,8 @@ build=true
 usage() { sed -n '2,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 fail() { echo "http_bench.sh: error: $*" >&2; exit 1; }
 log() { echo "http_bench.sh: $*" >&2; }
+# shellcheck source=bench/bench_common.sh
+source "$repo/bench/bench_common.sh"
 
 while [[ $# -gt 0 ]]; do
     case "$1" in
@@ -123,12 +125,7 @@ grep -q -- '--queue' <<< "$serve_help" && serve_flags+=(--queue "$((max_clients 
 grep -q -- '--no-prefix-reuse' <<< "$serve_help" && serve_flags+=(--no-prefix-reuse)
 
 {
-    echo "date_utc=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
-    echo "cpu_model=$(lscpu | sed -n 's/^Model name: *//p' | head -n1)"
-    echo "cpus=$(nproc)"
-    echo "mem_total_kib=$(awk '/^MemTotal/ {print $2}' /proc/meminfo)"
-    echo "kernel=$(uname -r)"
-    echo "loadavg_at_start=$(cut -d' ' -f1-3 /proc/loadavg)"
+    machine_facts
     echo "ember_git=$(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo none)$(git -C "$repo" diff --quiet 2>/dev/null || echo '+dirty')"
     echo "model=$model"
     echo "model_bytes=$(stat -c %s "$model")"
@@ -137,25 +134,6 @@ grep -q -- '--no-prefix-reuse' <<< "$serve_help" && serve_flags+=(--no-prefix-re
     echo "serve_flags=${serve_flags[*]}"
 } > "$out_dir/machine.txt"
 log "machine: $(tr '\n' ' ' < "$out_dir/machine.txt")"
-
-# With --wait-idle, waits up to that many seconds for 15 s of quiet (at most one runnable task
-# besides this script in 3 samples 5 s apart): on a 2-core machine any other busy process slows
-# the engine's thread pool far more than the HTTP path costs.
-wait_for_idle() {
-    local waited=0 quiet=0 runnable
-    while (( waited < wait_idle )); do
-        read -r _ _ _ runnable _ < /proc/loadavg
-        if (( ${runnable%/*} <= 2 )); then
-            quiet=$((quiet + 1))
-            (( quiet >= 3 )) && return 0
-        else
-            quiet=0
-        fi
-        sleep 5
-        waited=$((waited + 5))
-    done
-    (( wait_idle == 0 )) || log "machine not idle after ${wait_idle}s (load $(cut -d' ' -f1-4 /proc/loadavg)); running anyway"
-}
 
 server_pid=""
 client_pid=""
