@@ -52,7 +52,7 @@ int bench(const BenchOptions& o) {
   auto model = Model::load(o.model.model_path, o.model.load_options());
   const double load_s = std::chrono::duration<double>(Clock::now() - t_load).count();
 
-  ContextOptions copts = o.model.context_options();
+  ContextOptions copts = o.model.context_options(*model);
   copts.n_ctx = std::max<int64_t>(copts.n_ctx, o.prompt_tokens + o.gen_tokens);
   copts.max_batch = std::max<int64_t>(copts.max_batch, o.prompt_tokens);
   InferenceContext ctx(*model, pool, copts);

@@ -1,14 +1,13 @@
 // `ember run`: generate text for one prompt. stdout gets exactly the generated text; logs and
 // timings go to stderr, so the output can be piped.
 #include <cstdio>
-#include <fstream>
 #include <random>
-#include <sstream>
 #include <string>
 
 #include "core/kernels/type_traits.h"
 #include "core/model/generator.h"
 #include "tools/model_options.h"
+#include "tools/read_text_file.h"
 #include "tools/sparse_report.h"
 #include "tools/subcommands.h"
 
@@ -27,16 +26,8 @@ struct RunOptions {
   bool verbose = false;
 };
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read prompt file '" + path + "'");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 int run(RunOptions& o) {
-  if (!o.prompt_file.empty()) o.prompt = read_file(o.prompt_file);
+  if (!o.prompt_file.empty()) o.prompt = read_text_file(o.prompt_file, "prompt file");
   if (!o.seed_given) o.sampling.seed = std::random_device{}();
 
   ThreadPool pool(o.model.threads);
@@ -52,7 +43,7 @@ int run(RunOptions& o) {
   std::vector<int32_t> prompt = tok.encode(o.prompt, /*add_special=*/!o.no_bos, /*parse_special=*/false);
   if (prompt.empty()) throw std::runtime_error("the prompt is empty and the model adds no BOS token");
 
-  InferenceContext ctx(*model, pool, o.model.context_options());
+  InferenceContext ctx(*model, pool, o.model.context_options(*model));
   Sampler sampler(o.sampling, static_cast<int32_t>(c.n_vocab));
   GenerationLimits limits;
   limits.max_tokens = o.n_predict;

@@ -24,6 +24,7 @@ void register_synth(CLI::App& app, int& exit_code) {
     std::string activation = "silu";
     bool predictor = false;
     int64_t predictor_rank = 0;
+    std::string predictor_type = "F16";
     bool down_transposed = false;
   };
   auto flags = std::make_shared<Flags>();
@@ -50,6 +51,9 @@ void register_synth(CLI::App& app, int& exit_code) {
                 "Also write PowerInfer activation predictors (blk.N.fc1/fc2.weight, magic PWRI); relu/drelu only");
   sub->add_option("--predictor-rank", flags->predictor_rank, "Rank of the predictors (0: n_embd / 8)")
       ->capture_default_str();
+  sub->add_option("--predictor-type", flags->predictor_type,
+                  "Type of the predictor matrices: F16, Q8_0 or Q4_0 (quantized: 2-3.5x fewer bytes read per token)")
+      ->capture_default_str();
   sub->add_flag("--down-transposed", flags->down_transposed,
                 "Also write blk.N.ffn_down_t.weight (the down projection with one row per neuron)");
   sub->add_flag("-q,--quiet", flags->quiet, "Print only the final summary line (progress goes to a terminal only)");
@@ -63,6 +67,9 @@ void register_synth(CLI::App& app, int& exit_code) {
     options.activation = *activation;
     options.predictor = flags->predictor;
     options.predictor_rank = flags->predictor_rank;
+    const auto predictor_type = parse_type_name(flags->predictor_type);
+    if (!predictor_type) throw CLI::ValidationError("--predictor-type", "unknown type " + flags->predictor_type);
+    options.predictor_type = *predictor_type;
     options.down_transposed = flags->down_transposed;
     options.preset = flags->preset;
     options.type = *type;

@@ -13,6 +13,9 @@ int main(int argc, char** argv) {
   ember::cli::register_synth(app, exit_code);
   ember::cli::register_bench(app, exit_code);
   ember::cli::register_serve(app, exit_code);
+  ember::cli::register_pack(app, exit_code);
+  ember::cli::register_profile(app, exit_code);
+  ember::cli::register_eval(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,7 +1,10 @@
 #include "tools/model_options.h"
 
+#include <cmath>
 #include <cstdio>
+#include <stdexcept>
 
+#include "core/sparse/activation_profile.h"
 #include "core/synth/demo_model.h"
 
 namespace ember::cli {
@@ -39,6 +42,10 @@ void ModelOptions::add_sparse_to(CLI::App& sub) {
   sub.add_flag("--sparse-stats", sparse_stats,
                "Also compute the dense FFN to report the true active fraction and the predictor's recall and "
                "precision (slower; for measurement)");
+  sub.add_option("--profile", profile_path,
+                 "With --sparsity: per-layer |act(gate)| thresholds calibrated on the profile's text (from `ember "
+                 "profile`) instead of the per-token quantile")
+      ->check(CLI::ExistingFile);
 }
 
 std::string ModelOptions::resolve_model_path() const {
@@ -58,6 +65,20 @@ ModelLoadOptions ModelOptions::load_options() const {
 }
 
 ContextOptions ModelOptions::context_options() const {
+  if (!profile_path.empty()) throw std::logic_error("--profile needs the model: call context_options(model)");
+  return context_options_unchecked();
+}
+
+ContextOptions ModelOptions::context_options(const Model& model) const {
+  ContextOptions o = context_options_unchecked();
+  if (profile_path.empty()) return o;
+  const ActivationProfile profile = load_activation_profile(profile_path);
+  check_profile_matches(profile, model.config().n_layer, model.config().n_ff);
+  o.sparse.layer_thresholds = profile.thresholds_for_sparsity(sparsity);
+  return o;
+}
+
+ContextOptions ModelOptions::context_options_unchecked() const {
   ContextOptions o;
   o.n_ctx = ctx_size;
   o.max_batch = batch;
@@ -69,6 +90,14 @@ ContextOptions ModelOptions::context_options() const {
     }
     mode = SparseOptions::Mode::Threshold;
     o.sparse.target_sparsity = static_cast<float>(sparsity);
+  }
+  if (!profile_path.empty()) {
+    if (sparsity < 0.0) {
+      throw CLI::ValidationError("--profile", "calibrates the threshold mode to a target sparsity: give --sparsity X too");
+    }
+    if (!std::isnan(sparse_threshold)) {
+      throw CLI::ValidationError("--profile", "sets every layer's threshold; it cannot go with --sparse-threshold");
+    }
   }
   o.sparse.mode = mode;
   o.sparse.threshold_override = static_cast<float>(sparse_threshold);

@@ -24,6 +24,7 @@ struct ModelOptions {
   double sparse_threshold = std::numeric_limits<double>::quiet_NaN();
   double sparsity = -1.0;  // < 0: not given
   bool sparse_stats = false;
+  std::string profile_path;  // --profile: CATS thresholds per layer for --sparsity, from `ember profile`
 
   bool demo_if_missing = false;  // set before add_to(): -m becomes optional
 
@@ -33,8 +34,15 @@ struct ModelOptions {
   // model_path, or the built-in demo model (created on first use) when none was given.
   std::string resolve_model_path() const;
   ModelLoadOptions load_options() const;
-  // Throws CLI::ValidationError for a sparse mode name it does not know or conflicting flags.
+  // Throws CLI::ValidationError for a sparse mode name it does not know or conflicting flags, and
+  // when --profile is given (it needs the model: use the overload below).
   ContextOptions context_options() const;
+  // The same, with --profile applied: per-layer thresholds for --sparsity from the profile, after
+  // checking that it was made for this model's shape.
+  ContextOptions context_options(const Model& model) const;
+
+ private:
+  ContextOptions context_options_unchecked() const;  // every flag but --profile applied
 };
 
 }  // namespace ember::cli

@@ -10,5 +10,8 @@ void register_tokenize(CLI::App& app, int& exit_code);
 void register_synth(CLI::App& app, int& exit_code);
 void register_bench(CLI::App& app, int& exit_code);
 void register_serve(CLI::App& app, int& exit_code);
+void register_pack(CLI::App& app, int& exit_code);
+void register_profile(CLI::App& app, int& exit_code);
+void register_eval(CLI::App& app, int& exit_code);
 
 }  // namespace ember::cli

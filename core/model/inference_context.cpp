@@ -10,6 +10,7 @@
 #include "core/kernels/type_traits.h"
 #include "core/model/ops.h"
 #include "core/sparse/active_set.h"
+#include "core/sparse/neuron_rows_matmul.h"
 #include "core/sparse/predictor.h"
 
 namespace ember {
@@ -35,6 +36,7 @@ InferenceContext::InferenceContext(const Model& model, ThreadPool& pool, const C
       c_(model.config()),
       pool_(pool),
       max_batch_(std::max<int64_t>(1, options.max_batch)),
+      observer_(options.ffn_observer),
       kv_(c_, resolve_context(c_, options)) {
   const int64_t B = max_batch_;
   x_.assign(sz(B, c_.n_embd), 0.0f);
@@ -156,6 +158,14 @@ void InferenceContext::mm(const MatrixView& w, const float* x, int64_t n, float*
   matmul(w, x, n, w.cols, y, w.rows, pool_, mm_scratch_);
 }
 
+void InferenceContext::ffn_down(const LayerWeights& L, const float* h, int64_t n, float* y) {
+  if (L.ffn_down.data != nullptr) {
+    mm(L.ffn_down, h, n, y);
+  } else {  // a pack: the down columns live in the bundles (ModelWeights::is_pack)
+    neuron_rows_matmul(L.ffn_down_t, h, n, c_.n_ff, y, c_.n_embd, pool_);
+  }
+}
+
 void InferenceContext::forward_batch(const int32_t* tokens, int64_t n, bool want_logits) {
   const ModelWeights& w = model_.weights();
   const int64_t E = c_.n_embd, Eq = c_.n_embd_q(), Ekv = c_.n_embd_kv(), F = c_.n_ff, R = c_.n_rot;
@@ -199,8 +209,9 @@ void InferenceContext::forward_batch(const int32_t* tokens, int64_t n, bool want
     });
     // The last layer's output matters only where logits are read: for the last token, or for none
     // when this is not the final chunk of a prompt (its keys and values are cached above).
+    // An FFN observer (profiling) sees every token of every layer, so nothing is skipped then.
     int64_t first = 0;
-    if (l == c_.n_layer - 1) {
+    if (l == c_.n_layer - 1 && observer_ == nullptr) {
       if (!want_logits) break;
       first = n - 1;
     }
@@ -219,8 +230,19 @@ void InferenceContext::forward_batch(const int32_t* tokens, int64_t n, bool want
     } else {
       mm(L.ffn_gate, &xb_[sz(first, E)], m, &gate_[sz(first, F)]);
       mm(L.ffn_up, &xb_[sz(first, E)], m, &up_[sz(first, F)]);
+      if (observer_ != nullptr) {
+        FfnObservation obs;
+        obs.layer = l;
+        obs.n_tokens = m;
+        obs.n_embd = E;
+        obs.n_ff = F;
+        obs.residual = &x_[sz(first, E)];
+        obs.gate = &gate_[sz(first, F)];
+        obs.up = &up_[sz(first, F)];
+        observer_->observe(obs, pool_);
+      }
       per_token(first, [&](int64_t t) { ffn_activation(&gate_[sz(t, F)], &up_[sz(t, F)], F, c_.activation); });
-      mm(L.ffn_down, &gate_[sz(first, F)], m, &tmp_[sz(first, E)]);
+      ffn_down(L, &gate_[sz(first, F)], m, &tmp_[sz(first, E)]);
     }
     per_token(first, [&](int64_t t) { add_in_place(&x_[sz(t, E)], &tmp_[sz(t, E)], E); });
   }
@@ -238,7 +260,7 @@ void InferenceContext::ffn_decode_dense_counted(const LayerWeights& L, SparseLay
   mm(L.ffn_gate, xb_.data(), 1, gate_.data());
   mm(L.ffn_up, xb_.data(), 1, up_.data());
   ffn_activation(gate_.data(), up_.data(), F, c_.activation);
-  mm(L.ffn_down, gate_.data(), 1, tmp_.data());
+  ffn_down(L, gate_.data(), 1, tmp_.data());
   const uint64_t t1 = now_ns();
   const auto truly = static_cast<uint64_t>(count_nonzero(gate_.data(), F));
   st.tokens += 1;
@@ -313,7 +335,7 @@ void InferenceContext::ffn_decode_sparse(int64_t l, const LayerWeights& L, Spars
     if (!dense_gate) mm(L.ffn_gate, xb_.data(), 1, gate);
     if (!dense_up) mm(L.ffn_up, xb_.data(), 1, up);
     ffn_activation(gate, up, F, c_.activation);
-    mm(L.ffn_down, gate, 1, tmp_.data());
+    ffn_down(L, gate, 1, tmp_.data());
   } else {
     SparseFfnArgs a;
     a.gate = L.ffn_gate;

@@ -10,6 +10,7 @@
 #include "core/kernels/thread_pool.h"
 #include "core/model/kv_cache.h"
 #include "core/model/model.h"
+#include "core/sparse/ffn_observer.h"
 #include "core/sparse/sparse_ffn.h"
 #include "core/sparse/sparse_options.h"
 #include "core/sparse/sparse_stats.h"
@@ -26,6 +27,9 @@ struct ContextOptions {
   int64_t n_ctx = 0;        // 0: the model's training context, capped at kDefaultMaxContext
   int64_t max_batch = 512;  // tokens per forward step during prefill
   SparseOptions sparse;     // how decode steps run the FFN (default: dense)
+  // Sees the gate and up of every dense FFN step (all tokens of all layers; decode steps that run
+  // a sparse mode or count diagnostics are not observed). Not owned; must outlive the context.
+  FfnObserver* ffn_observer = nullptr;
   static constexpr int64_t kDefaultMaxContext = 4096;
 };
 
@@ -67,6 +71,8 @@ class InferenceContext {
   // Attention output of tokens [first, n) of the current batch.
   void attention(int64_t layer, int64_t first, int64_t n);
   void mm(const MatrixView& w, const float* x, int64_t n, float* y);
+  // y = down(h) for n tokens: the matmul, or on a pack (no ffn_down matrix) the neuron-major rows.
+  void ffn_down(const LayerWeights& L, const float* h, int64_t n, float* y);
   void setup_sparse(const SparseOptions& options);
   // The FFN of a decode step in the sparse mode: xb_ row 0 (normed) and x_ row 0 (residual, for
   // the predictor) -> tmp_ row 0.
@@ -78,6 +84,7 @@ class InferenceContext {
   const ModelConfig& c_;
   ThreadPool& pool_;
   int64_t max_batch_;
+  FfnObserver* observer_;
   KvCache kv_;
   int64_t n_past_ = 0;
   MatmulScratch mm_scratch_;

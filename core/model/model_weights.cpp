@@ -45,6 +45,8 @@ ModelWeights::ModelWeights(const gguf::GgufFile& file, const ModelConfig& c, Wei
   output_norm = bind_vector(file, "output_norm.weight", c.n_embd);
   output = file.find_tensor("output.weight") ? bind_matrix(file, "output.weight", c.n_embd, c.n_vocab) : token_embd;
   layers.resize(static_cast<size_t>(c.n_layer));
+  is_pack_ = pack::is_pack(file.metadata());
+  if (is_pack_) pack_info_ = pack::read_pack_info(file.metadata(), c.n_embd);
   for (int64_t i = 0; i < c.n_layer; ++i) {
     const std::string p = "blk." + std::to_string(i) + ".";
     LayerWeights& l = layers[static_cast<size_t>(i)];
@@ -54,11 +56,76 @@ ModelWeights::ModelWeights(const gguf::GgufFile& file, const ModelConfig& c, Wei
     l.wv = bind_matrix(file, p + "attn_v.weight", c.n_embd, c.n_embd_kv());
     l.wo = bind_matrix(file, p + "attn_output.weight", c.n_embd_q(), c.n_embd);
     l.ffn_norm = bind_vector(file, p + "ffn_norm.weight", c.n_embd);
+    if (is_pack_) {
+      bind_pack_layer(file, c, i);
+      continue;
+    }
     l.ffn_gate = bind_matrix(file, p + "ffn_gate.weight", c.n_embd, c.n_ff);
     l.ffn_up = bind_matrix(file, p + "ffn_up.weight", c.n_embd, c.n_ff);
     l.ffn_down = bind_matrix(file, p + "ffn_down.weight", c.n_ff, c.n_embd);
   }
   bind_sparse_tensors(file, c);
+  if (is_pack_) has_down_t_ = true;  // the bundles' down columns (bind_pack_layer)
+}
+
+void ModelWeights::bind_pack_layer(const gguf::GgufFile& file, const ModelConfig& c, int64_t i) {
+  const std::string p = "blk." + std::to_string(i) + ".";
+  const std::string bundles_name = pack::bundles_name(i);
+  // Two copies of a layer's FFN would leave it open which one counts: a pack has only bundles.
+  for (const char* plain : {"ffn_gate.weight", "ffn_up.weight", "ffn_down.weight", "ffn_down_t.weight"}) {
+    if (file.find_tensor(p + plain)) {
+      throw std::runtime_error("model tensor '" + p + plain + "' must not be in a pack (its FFN is in '" +
+                               bundles_name + "')");
+    }
+  }
+  auto require_type = [](const gguf::TensorInfo& t, GgmlType type) {
+    if (t.type != type) {
+      throw std::runtime_error("model tensor '" + t.name + "': type " + std::string(type_name(t.type)) +
+                               ", expected " + std::string(type_name(type)));
+    }
+  };
+  const pack::BundleLayout& b = pack_info_.layout;
+  const gguf::TensorInfo& tb = require(file, bundles_name);
+  require_type(tb, GgmlType::I8);
+  check_shape(tb, static_cast<int64_t>(b.bundle_bytes), c.n_ff);
+  if (tb.offset % pack::kAlignment != 0) {
+    throw std::runtime_error("model tensor '" + bundles_name + "': data at file offset " + std::to_string(tb.offset) +
+                             " is not " + std::to_string(pack::kAlignment) + "-byte aligned");
+  }
+  const gguf::TensorInfo& tp = require(file, pack::perm_name(i));
+  require_type(tp, GgmlType::I32);
+  check_shape(tp, c.n_ff, 1);
+  const gguf::TensorInfo& tf = require(file, pack::freq_name(i));
+  require_type(tf, GgmlType::F32);
+  check_shape(tf, c.n_ff, 1);
+
+  LayerWeights& l = layers[static_cast<size_t>(i)];
+  // The permutation is not needed to compute (predictor rows are permuted with the bundles), but
+  // a broken one means a broken file.
+  l.neuron_perm = static_cast<const int32_t*>(data_of(file, tp));
+  const std::string perm_error = pack::permutation_error(l.neuron_perm, c.n_ff);
+  if (!perm_error.empty()) {
+    throw std::runtime_error("model tensor '" + tp.name + "' is not a permutation of [0, n_ff): " + perm_error);
+  }
+  l.neuron_freq = static_cast<const float*>(data_of(file, tf));
+  for (int64_t k = 0; k < c.n_ff; ++k) {
+    const float f = l.neuron_freq[k];
+    if (!(f >= 0.0f && f <= 1.0f)) {  // also false for NaN
+      throw std::runtime_error("model tensor '" + tf.name + "': value " + std::to_string(f) + " at " +
+                               std::to_string(k) + " is not a frequency in [0, 1]");
+    }
+  }
+  const void* bundles = data_of(file, tb);
+  l.ffn_gate = pack::gate_view(b, bundles, c.n_ff, c.n_embd);
+  l.ffn_up = pack::up_view(b, bundles, c.n_ff, c.n_embd);
+  repack_if_enabled(l.ffn_gate);  // the repackers read rows row_stride apart: bundle views work
+  repack_if_enabled(l.ffn_up);
+  // No down matrix: matmul on it fails its stride check instead of reading through nullptr.
+  l.ffn_down = MatrixView{};
+  l.ffn_down.type = b.down_type;
+  l.ffn_down.cols = c.n_ff;
+  l.ffn_down.rows = c.n_embd;
+  l.ffn_down_t = pack::down_rows_view(b, bundles, c.n_ff, c.n_embd);
 }
 
 namespace {
@@ -203,15 +270,18 @@ MatrixView ModelWeights::bind_matrix(const gguf::GgufFile& file, const std::stri
   m.rows = ne1;
   m.row_stride = row_bytes(t.type, static_cast<uint64_t>(ne0));
   m.data = data_of(file, t);
-  if (repack_) {
-    std::vector<uint8_t> copy = repack_for_matmul(m);
-    if (!copy.empty()) {
-      repacked_bytes_ += copy.size();
-      repacked_.push_back(std::move(copy));
-      m.repacked = repacked_.back().data();  // vector's heap buffer does not move with the vector
-    }
-  }
+  repack_if_enabled(m);
   return m;
+}
+
+void ModelWeights::repack_if_enabled(MatrixView& m) {
+  if (!repack_) return;
+  std::vector<uint8_t> copy = repack_for_matmul(m);
+  if (!copy.empty()) {
+    repacked_bytes_ += copy.size();
+    repacked_.push_back(std::move(copy));
+    m.repacked = repacked_.back().data();  // vector's heap buffer does not move with the vector
+  }
 }
 
 const float* ModelWeights::bind_vector(const gguf::GgufFile& file, const std::string& name, int64_t n) {

@@ -11,6 +11,7 @@
 #include "core/gguf/gguf_file.h"
 #include "core/kernels/matmul.h"
 #include "core/model/model_config.h"
+#include "core/model/pack_layout.h"
 #include "io/file.h"
 
 namespace ember {
@@ -24,13 +25,18 @@ struct LayerWeights {
   MatrixView wv;                     // (n_embd -> n_head_kv * head_dim)
   MatrixView wo;                     // (n_head * head_dim -> n_embd)
   const float* ffn_norm = nullptr;   // (n_embd)
-  MatrixView ffn_gate;               // (n_embd -> n_ff)
-  MatrixView ffn_up;                 // (n_embd -> n_ff)
-  MatrixView ffn_down;               // (n_ff -> n_embd)
+  MatrixView ffn_gate;               // (n_embd -> n_ff); in a pack: rows inside the bundles
+  MatrixView ffn_up;                 // (n_embd -> n_ff); in a pack: rows inside the bundles
+  MatrixView ffn_down;               // (n_ff -> n_embd); in a pack: data == nullptr (see ffn_down_t)
   // Optional (PowerInfer files; data == nullptr when absent, and then absent in every layer):
   MatrixView pred_fc1;               // blk.N.fc1.weight (n_embd -> r), r may differ per layer
   MatrixView pred_fc2;               // blk.N.fc2.weight (r -> n_ff)
   MatrixView ffn_down_t;             // blk.N.ffn_down_t.weight {n_embd, n_ff}: row i = neuron i's down column
+                                     // (in a pack: the down columns inside the bundles, stride bundle_bytes)
+  // Packs only (nullptr otherwise): bundle k holds source neuron neuron_perm[k], which fired in
+  // neuron_freq[k] of the profiled tokens (0 without a profile). Checked at load; (n_ff) each.
+  const int32_t* neuron_perm = nullptr;
+  const float* neuron_freq = nullptr;
 };
 
 class ModelWeights {
@@ -50,13 +56,19 @@ class ModelWeights {
   uint64_t resident_bytes() const { return resident_bytes_; }
   uint64_t repacked_bytes() const { return repacked_bytes_; }
 
-  // Every layer has predictor tensors (fc1, fc2) / a pre-transposed down (ffn_down_t).
+  // A neuron-bundle pack (`ember pack`, docs/pack-format.md): FFN neurons are bundles in
+  // hottest-first order, gate/up views have row_stride = bundle_bytes, ffn_down.data is nullptr
+  // and the down projection exists only neuron-major (ffn_down_t, neuron_down_rows()).
+  bool is_pack() const { return is_pack_; }
+  const pack::PackInfo& pack_info() const { return pack_info_; }
+
+  // Every layer has predictor tensors (fc1, fc2) / a pre-transposed down (ffn_down_t; always in a pack).
   bool has_predictor() const { return has_predictor_; }
   bool has_down_t() const { return has_down_t_; }
   int64_t max_predictor_rank() const { return max_predictor_rank_; }
 
   // Layer l's down projection with one row per neuron, for the sparse FFN: ffn_down_t when the
-  // file has it, else a transposed copy of ffn_down (F32 or F16, see core/sparse/neuron_rows.h for
+  // file has it (a pack always has: its bundles' down columns), else a transposed copy of ffn_down (F32 or F16, see core/sparse/neuron_rows.h for
   // the memory cost) built for all layers on the first call. Thread-safe; the copy lives as long
   // as the weights. The first call takes a while on big models (it is done when a context with a
   // sparse mode is created, never during decoding).
@@ -69,6 +81,8 @@ class ModelWeights {
   const float* bind_vector(const gguf::GgufFile& file, const std::string& name, int64_t n);
   const void* data_of(const gguf::GgufFile& file, const gguf::TensorInfo& t);
   void bind_sparse_tensors(const gguf::GgufFile& file, const ModelConfig& config);
+  void bind_pack_layer(const gguf::GgufFile& file, const ModelConfig& config, int64_t layer);
+  void repack_if_enabled(MatrixView& m);
   void build_neuron_rows() const;
 
   WeightLoad load_;
@@ -80,6 +94,8 @@ class ModelWeights {
   uint64_t repacked_bytes_ = 0;
   bool has_predictor_ = false;
   bool has_down_t_ = false;
+  bool is_pack_ = false;
+  pack::PackInfo pack_info_;
   int64_t max_predictor_rank_ = 0;
   // Built lazily by neuron_down_rows(): a cache of derived data, not model state.
   struct NeuronRowsCache {

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <vector>
 
+#include "core/kernels/quant_blocks.h"
 #include "core/kernels/type_traits.h"
 #include "core/sparse/axpy.h"
 
@@ -90,7 +91,11 @@ int64_t sparse_ffn(const SparseFfnArgs& a, ThreadPool& pool, SparseFfnScratch& s
         axpy(len, h[k], reinterpret_cast<const float*>(row), out);
       } else if (down_type == GgmlType::F16) {
         axpy_f16(len, h[k], reinterpret_cast<const uint16_t*>(row), out);
-      } else {  // quantized rows (ffn_down_t from a file): dequantize the slice, then accumulate
+      } else if (down_type == GgmlType::Q4_0) {  // fused dequantize + accumulate, no temporary
+        axpy_q4_0(len / kQK4_0, h[k], row, out);  // quantized rows hold whole blocks: len % 32 == 0
+      } else if (down_type == GgmlType::Q8_0) {
+        axpy_q8_0(len / kQK8_0, h[k], row, out);
+      } else {  // other quantized rows (ffn_down_t from a file): dequantize the slice, then accumulate
         dt.to_float(row, tmp, convert_len);
         axpy(len, h[k], tmp, out);
       }

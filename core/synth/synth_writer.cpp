@@ -113,12 +113,12 @@ std::vector<uint8_t> quiet_output_rows(const std::vector<int32_t>& token_types) 
   return quiet;
 }
 
-// Norms are F32; predictors F16 (small, and their rank need not fit a quantization block);
-// every other matrix is of the requested type.
-GgmlType storage_type(const TensorSpec& t, GgmlType matrix_type) {
+// Norms are F32; predictors of their own type (F16 by default: small, and their rank need not fit
+// a quantization block); every other matrix is of the requested type.
+GgmlType storage_type(const TensorSpec& t, const SynthOptions& o) {
   if (!t.is_matrix()) return GgmlType::F32;
-  if (t.role == TensorRole::PredictorFc1 || t.role == TensorRole::PredictorFc2) return GgmlType::F16;
-  return matrix_type;
+  if (t.role == TensorRole::PredictorFc1 || t.role == TensorRole::PredictorFc2) return o.predictor_type;
+  return o.type;
 }
 
 // Generates and quantizes one tensor in slices spread over the threads, writing slices in order.
@@ -191,7 +191,17 @@ SynthResult write_synth_model(const SynthOptions& options, const SynthProgress& 
     throw std::invalid_argument(
         "synth: --predictor, --predictor-rank and --down-transposed need --activation relu or drelu "
         "(a SiLU FFN has no exact zeros to predict)");
+  if (options.predictor_type != GgmlType::F16 && options.predictor_type != GgmlType::Q8_0 &&
+      options.predictor_type != GgmlType::Q4_0)
+    throw std::invalid_argument("synth: predictor type " + std::string(type_name(options.predictor_type)) +
+                                " is not one synth writes (F16, Q8_0, Q4_0)");
   ModelShape shape = preset_shape(options.preset);
+  if (options.predictor && options.predictor_type != GgmlType::F16) {
+    const int64_t rank = options.predictor_rank > 0 ? options.predictor_rank : default_predictor_rank(shape.dim);
+    if (rank % 32 != 0)
+      throw std::invalid_argument("synth: a " + std::string(type_name(options.predictor_type)) +
+                                  " predictor needs a rank that is a multiple of 32, not " + std::to_string(rank));
+  }
 
   // The tokenizer decides n_vocab, which the llama.* keys state, so it is settled first.
   std::optional<gguf::GgufFile> source;
@@ -219,7 +229,7 @@ SynthResult write_synth_model(const SynthOptions& options, const SynthProgress& 
   if (options.type == GgmlType::Q4_0 || options.type == GgmlType::Q4_K) sparse.predictor_margin = kPredictorMargin4Bit;
   auto tensors = model_tensors(shape, sparse);
   tensors.back().quiet_rows = quiet_output_rows(source ? token_types_of(*source) : builtin.types);
-  for (const auto& t : tensors) writer.add_tensor(t.name, storage_type(t, options.type), t.ne);
+  for (const auto& t : tensors) writer.add_tensor(t.name, storage_type(t, options), t.ne);
   if (options.predictor) {
     writer.set_powerinfer_magic(true);
     writer.add_f32("powerinfer.sparse_threshold", 0.0f);
@@ -230,7 +240,7 @@ SynthResult write_synth_model(const SynthOptions& options, const SynthProgress& 
                                                                 : std::max(1, static_cast<int>(std::thread::hardware_concurrency())));
   TensorStreamer streamer(threads, options.seed);
   for (size_t i = 0; i < tensors.size(); ++i) {
-    streamer.write(writer, tensors[i], storage_type(tensors[i], options.type));
+    streamer.write(writer, tensors[i], storage_type(tensors[i], options));
     if (progress) progress(i + 1, tensors.size());
   }
   writer.finish();

@@ -30,6 +30,9 @@ struct SynthOptions {
   // (ReLU / dReLU only).
   bool predictor = false;
   int64_t predictor_rank = 0;      // rank r of the predictor; <= 0: n_embd / 8
+  // F16, Q8_0 or Q4_0 (the quantized ones need a rank that is a multiple of 32). A quantized
+  // predictor reads 2-3.5x fewer bytes per token; its scores carry rounding noise.
+  GgmlType predictor_type = GgmlType::F16;
   bool down_transposed = false;    // also write blk.N.ffn_down_t.weight ({n_embd, n_ff}, one row per neuron)
 };
 

@@ -9,6 +9,7 @@
 #include "core/kernels/fp16.h"
 #include "core/kernels/type_traits.h"
 #include "core/sparse/active_set.h"
+#include "core/sparse/axpy.h"
 #include "core/sparse/neuron_rows.h"
 #include "core/sparse/sparse_ffn.h"
 
@@ -96,7 +97,7 @@ TEST_CASE("sparse FFN kernel matches the scalar reference for every weight type 
   const int64_t n_embd = 256, n_ff = 384;
   for (GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_0}) {
     for (FfnActivation act : {FfnActivation::SiLU, FfnActivation::ReLU, FfnActivation::DReLU}) {
-      for (GgmlType down_type : {GgmlType::F32, GgmlType::F16, GgmlType::Q8_0}) {
+      for (GgmlType down_type : {GgmlType::F32, GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_0}) {
         CAPTURE(type_name(type));
         CAPTURE(activation_name(act));
         CAPTURE(type_name(down_type));
@@ -292,6 +293,22 @@ TEST_CASE("sparse mode names round-trip") {
   Mode untouched = Mode::Oracle;
   CHECK_FALSE(parse_sparse_mode("sparse", &untouched));
   CHECK(untouched == Mode::Oracle);
+}
+
+TEST_CASE("fused quantized axpy equals dequantize-then-axpy bit for bit") {
+  for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q8_0}) {
+    CAPTURE(type_name(type));
+    const int64_t n = 256;
+    TestMatrix m = make_matrix(type, n, 1, 11);
+    std::vector<float> deq(static_cast<size_t>(n)), expected(static_cast<size_t>(n)), got(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) expected[static_cast<size_t>(i)] = got[static_cast<size_t>(i)] = std::sin(0.1f * static_cast<float>(i));
+    scalar_kernel_traits(type)->to_float(m.bytes.data(), deq.data(), n);
+    const float a = -0.37f;
+    for (int64_t i = 0; i < n; ++i) expected[static_cast<size_t>(i)] += a * deq[static_cast<size_t>(i)];
+    if (type == GgmlType::Q4_0) axpy_q4_0(n / 32, a, m.bytes.data(), got.data());
+    else axpy_q8_0(n / 32, a, m.bytes.data(), got.data());
+    CHECK(got == expected);
+  }
 }
 
 }  // namespace ember

@@ -54,7 +54,7 @@ std::string slurp(const std::string& path) {
 
 TEST_CASE("ember --help and every subcommand's --help succeed") {
   CHECK(run_ember("--help").exit_code == 0);
-  for (const char* sub : {"run", "tokenize", "synth", "bench"}) {
+  for (const char* sub : {"run", "tokenize", "synth", "bench", "serve", "profile", "pack", "eval"}) {
     const Result r = run_ember(std::string(sub) + " --help");
     INFO(sub);
     CHECK(r.exit_code == 0);

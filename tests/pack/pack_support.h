@@ -1,0 +1,91 @@
+#pragma once
+// Helpers for the pack tests: packing a test model with a chosen bundle order, rewriting a pack
+// with one defect, flipping a byte in a file.
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "core/gguf/gguf_file.h"
+#include "core/gguf/gguf_writer.h"
+#include "core/pack/pack_writer.h"
+
+namespace ember::test {
+
+inline std::filesystem::path temp_path(const std::string& name) {
+  return std::filesystem::temp_directory_path() / (name + "-" + std::to_string(::getpid()) + ".gguf");
+}
+
+// Every layer's bundles in reverse neuron order (a non-identity permutation the tests can predict).
+inline std::vector<std::vector<int32_t>> reversed_orders(int64_t n_layer, int64_t n_ff) {
+  std::vector<std::vector<int32_t>> orders(static_cast<size_t>(n_layer), std::vector<int32_t>(static_cast<size_t>(n_ff)));
+  for (auto& o : orders) std::iota(o.rbegin(), o.rend(), 0);
+  return orders;
+}
+
+inline std::filesystem::path make_pack(const std::filesystem::path& source, const std::string& name,
+                                       std::vector<std::vector<int32_t>> order = {},
+                                       const ActivationProfile* profile = nullptr) {
+  pack::PackOptions o;
+  o.source_path = source.string();
+  o.output_path = temp_path(name).string();
+  o.order = std::move(order);
+  o.profile = profile;
+  pack::write_pack(o);
+  return o.output_path;
+}
+
+// Copies a GGUF, letting `edit_metadata` change the metadata list and `edit_tensor` change or drop
+// (return false) a tensor's bytes. Types and shapes are copied as they are.
+struct Rewrite {
+  std::function<void(std::vector<std::pair<std::string, gguf::Value>>&)> edit_metadata;
+  std::function<bool(const gguf::TensorInfo&, std::vector<uint8_t>&)> edit_tensor;
+};
+
+inline std::filesystem::path rewrite_gguf(const std::filesystem::path& in, const std::string& name, const Rewrite& r) {
+  const gguf::GgufFile f = gguf::GgufFile::open(in.string());
+  std::vector<std::pair<std::string, gguf::Value>> md = f.metadata().entries();
+  if (r.edit_metadata) r.edit_metadata(md);
+  gguf::GgufWriter w;
+  w.set_powerinfer_magic(f.is_powerinfer());
+  w.set_alignment(f.alignment());
+  for (const auto& [k, v] : md) {
+    if (k != "general.alignment") w.add_value(k, v);
+  }
+  std::vector<std::pair<const gguf::TensorInfo*, std::vector<uint8_t>>> kept;
+  for (const gguf::TensorInfo& t : f.tensors()) {
+    std::vector<uint8_t> bytes(static_cast<size_t>(t.n_bytes));
+    f.read_tensor(t, bytes.data());
+    if (r.edit_tensor && !r.edit_tensor(t, bytes)) continue;
+    kept.emplace_back(&t, std::move(bytes));
+  }
+  for (const auto& [t, bytes] : kept) w.add_tensor(t->name, t->type, std::vector<uint64_t>(t->ne.begin(), t->ne.begin() + t->n_dims));
+  const auto out = temp_path(name);
+  w.begin(out.string());
+  for (const auto& [t, bytes] : kept) w.write_tensor_data(bytes.data(), bytes.size());
+  w.finish();
+  return out;
+}
+
+inline void set_uint(std::vector<std::pair<std::string, gguf::Value>>& md, const std::string& key, uint64_t v) {
+  for (auto& [k, value] : md) {
+    if (k == key) value.data = v;
+  }
+}
+
+inline void flip_byte(const std::filesystem::path& path, uint64_t offset) {
+  std::FILE* f = std::fopen(path.string().c_str(), "r+b");
+  REQUIRE(f != nullptr);
+  std::fseek(f, static_cast<long>(offset), SEEK_SET);
+  const int c = std::fgetc(f);
+  std::fseek(f, static_cast<long>(offset), SEEK_SET);
+  std::fputc(c ^ 0x5A, f);
+  std::fclose(f);
+}
+
+}  // namespace ember::test
