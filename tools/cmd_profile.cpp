@@ -11,6 +11,7 @@
 #include <string>
 
 #include "core/model/inference_context.h"
+#include "core/model/profiler_setup.h"
 #include "core/sparse/activation_profiler.h"
 #include "tools/model_options.h"
 #include "tools/progress.h"
@@ -27,25 +28,6 @@ struct ProfileOptions {
   int64_t max_tokens = 0;  // 0: the whole text
   bool json = false;
 };
-
-ProfilerSetup profiler_setup(const Model& model, int64_t max_batch) {
-  const ModelConfig& c = model.config();
-  const ModelWeights& w = model.weights();
-  ProfilerSetup s;
-  s.act = c.activation;
-  s.n_layer = c.n_layer;
-  s.n_embd = c.n_embd;
-  s.n_ff = c.n_ff;
-  s.max_tokens = max_batch;
-  if (w.has_predictor()) {
-    for (const LayerWeights& L : w.layers) {
-      s.fc1.push_back(L.pred_fc1);
-      s.fc2.push_back(L.pred_fc2);
-    }
-    s.predictor_threshold = c.sparse_threshold;
-  }
-  return s;
-}
 
 double mean_of(const ActivationProfile& p, double LayerActivationProfile::*field) {
   double sum = 0.0;
@@ -116,7 +98,7 @@ int profile(const ProfileOptions& o) {
 
   ContextOptions copts = o.model.context_options();
   copts.sparse = SparseOptions{};  // profiles describe the dense FFN
-  ActivationProfiler profiler(profiler_setup(*model, copts.max_batch), pool.size());
+  ActivationProfiler profiler(profiler_setup_for(*model, copts.max_batch), pool.size());
   copts.ffn_observer = &profiler;
   InferenceContext ctx(*model, pool, copts);
 

@@ -14,6 +14,14 @@ namespace {
 constexpr int64_t kNeuronChunk = 32;  // phase 1 work unit: enough dot products to hide dispatch
 constexpr int64_t kMinStrip = 64;     // phase 2: output dims per strip at least (a cache line x4)
 
+// Listed rows lie far apart (a row or a bundle between neighbours): too far for the hardware
+// prefetcher, so each loop asks for the rows a few entries ahead itself.
+constexpr int64_t kPrefetchAhead = 4;
+
+inline void prefetch_bytes(const uint8_t* p, uint64_t n) {
+  for (uint64_t b = 0; b < n; b += 64) __builtin_prefetch(p + b);
+}
+
 const uint8_t* row_of(const MatrixView& m, int64_t i) {
   return static_cast<const uint8_t*>(m.data) + m.row_stride * static_cast<uint64_t>(i);
 }
@@ -60,8 +68,15 @@ int64_t sparse_ffn(const SparseFfnArgs& a, ThreadPool& pool, SparseFfnScratch& s
   const int64_t n_chunks = (a.n_active + kNeuronChunk - 1) / kNeuronChunk;
   pool.parallel_for(n_chunks, [&](int64_t chunk, int) {
     const int64_t end = std::min(a.n_active, (chunk + 1) * kNeuronChunk);
+    const uint64_t gate_bytes = row_bytes(a.gate.type, static_cast<uint64_t>(E));
+    const uint64_t up_bytes = row_bytes(a.up.type, static_cast<uint64_t>(E));
     for (int64_t k = chunk * kNeuronChunk; k < end; ++k) {
       const int32_t i = a.active[k];
+      if (k + kPrefetchAhead < end) {
+        const int32_t ahead = a.active[k + kPrefetchAhead];
+        if (!a.gate_values) prefetch_bytes(row_of(a.gate, ahead), gate_bytes);
+        prefetch_bytes(row_of(a.up, ahead), up_bytes);
+      }
       const float g = a.gate_values ? a.gate_values[i] : gt.vec_dot(E, row_of(a.gate, i), xg);
       if (relu_family && !(g > 0.0f)) {  // activation is exactly 0 whatever up is
         h[k] = 0.0f;
@@ -84,7 +99,11 @@ int64_t sparse_ffn(const SparseFfnArgs& a, ThreadPool& pool, SparseFfnScratch& s
     float* tmp = s.strips.data() + static_cast<size_t>(thread) * static_cast<size_t>(s.strip_floats);
     const uint64_t offset = static_cast<uint64_t>(e0 / dt.block_size) * dt.type_size;
     const int64_t convert_len = (len + dt.block_size - 1) / dt.block_size * dt.block_size;
+    const uint64_t slice_bytes = static_cast<uint64_t>(convert_len / dt.block_size) * dt.type_size;
     for (int64_t k = 0; k < a.n_active; ++k) {
+      if (k + kPrefetchAhead < a.n_active && h[k + kPrefetchAhead] != 0.0f) {
+        prefetch_bytes(row_of(a.down_rows, a.active[k + kPrefetchAhead]) + offset, slice_bytes);
+      }
       if (h[k] == 0.0f) continue;
       const uint8_t* row = row_of(a.down_rows, a.active[k]) + offset;
       if (down_type == GgmlType::F32) {

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <memory>
 #include <string>
 
 #include "core/pack/pack_verify.h"
@@ -56,6 +57,14 @@ test::SparseModelSpec spec_of(const Case& c) {
   return s;
 }
 
+// A case's source model and its reversed pack, both loaded.
+struct LoadedCase {
+  LoadedCase(const Case& c, const std::string& name)
+      : files(spec_of(c), name), src(Model::load(files.src.string())), pack(Model::load(files.pk.string())) {}
+  test::SourceAndPack files;
+  std::unique_ptr<Model> src, pack;
+};
+
 // Dense on the pack vs dense on the source (prompt prefill + 32 decode steps).
 // - F32: the same products; the down sums run in bundle order instead of neuron order: 1e-4.
 // - quantized, down from ffn_down: the source's dense path rounds h to Q8_0 before its down
@@ -85,9 +94,8 @@ TEST_CASE("a pack verifies against its source and catches a flipped byte") {
     const std::string label = c.label;
     CAPTURE(label);
     const test::SparseModelSpec spec = spec_of(c);
-    const auto src = test::write_sparse_model(spec, "pack-src");
-    const auto pk = test::make_pack(src, "pack-out", test::reversed_orders(spec.n_layer, spec.n_ff));
-    const pack::VerifyReport ok = pack::verify_pack(src.string(), pk.string());
+    const test::SourceAndPack files(spec, "pack-verify");
+    const pack::VerifyReport ok = pack::verify_pack(files.src.string(), files.pk.string());
     CHECK(ok.ok());
     for (const std::string& m : ok.first_mismatches) MESSAGE(m);
     CHECK(ok.bundles_checked == static_cast<uint64_t>(spec.n_layer * spec.n_ff));
@@ -95,23 +103,21 @@ TEST_CASE("a pack verifies against its source and catches a flipped byte") {
     CHECK(ok.metadata_checked > 0);
 
     // A byte in the middle of layer 1's bundle 100 (its down column).
-    const gguf::GgufFile f = gguf::GgufFile::open(pk.string());
+    const gguf::GgufFile f = gguf::GgufFile::open(files.pk.string());
     const gguf::TensorInfo* t = f.find_tensor(pack::bundles_name(1));
     REQUIRE(t != nullptr);
     CHECK(t->offset % pack::kAlignment == 0);
     const uint64_t bundle = t->ne[0];
-    test::flip_byte(pk, t->offset + 100 * bundle + bundle - 3);
-    const pack::VerifyReport bad = pack::verify_pack(src.string(), pk.string());
+    test::flip_byte(files.pk, t->offset + 100 * bundle + bundle - 3);
+    const pack::VerifyReport bad = pack::verify_pack(files.src.string(), files.pk.string());
     CHECK(bad.mismatches == 1);
     REQUIRE(bad.first_mismatches.size() == 1);
     MESSAGE(bad.first_mismatches[0]);
     CHECK(bad.first_mismatches[0].find("blk.1.ffn_bundles: bundle 100 (neuron 155): down column") == 0);
     // And a byte of a copied tensor.
-    test::flip_byte(pk, f.find_tensor("blk.0.attn_q.weight")->offset + 5);
-    const pack::VerifyReport bad2 = pack::verify_pack(src.string(), pk.string());
+    test::flip_byte(files.pk, f.find_tensor("blk.0.attn_q.weight")->offset + 5);
+    const pack::VerifyReport bad2 = pack::verify_pack(files.src.string(), files.pk.string());
     CHECK(bad2.mismatches == 2);
-    std::filesystem::remove(src);
-    std::filesystem::remove(pk);
   }
 }
 
@@ -119,9 +125,8 @@ TEST_CASE("a pack loads as a pack: bundle views, permutation, no ffn_down matrix
   test::SparseModelSpec spec;
   spec.matrix_type = GgmlType::Q4_0;
   spec.predictor = test::PredictorKind::Exact;
-  const auto src = test::write_sparse_model(spec, "pack-load-src");
-  const auto pk = test::make_pack(src, "pack-load", test::reversed_orders(spec.n_layer, spec.n_ff));
-  auto model = Model::load(pk.string());
+  const test::SourceAndPack files(spec, "pack-load");
+  auto model = Model::load(files.pk.string());
   const ModelWeights& w = model->weights();
   REQUIRE(w.is_pack());
   CHECK(model->file().is_powerinfer());  // a PWRI source stays PWRI
@@ -145,38 +150,32 @@ TEST_CASE("a pack loads as a pack: bundle views, permutation, no ffn_down matrix
   // Read into memory (--no-mmap) instead of mapped: the same results.
   ModelLoadOptions read;
   read.load = WeightLoad::Read;
-  auto in_memory = Model::load(pk.string(), read);
+  auto in_memory = Model::load(files.pk.string(), read);
   CHECK(in_memory->weights().is_pack());
   ThreadPool pool(2);
   const test::GreedyRun mapped = test::greedy_run(*model, pool, SparseOptions{}, {1, 270, 281}, 8);
   const test::GreedyRun loaded = test::greedy_run(*in_memory, pool, SparseOptions{}, {1, 270, 281}, 8);
   CHECK(test::max_logit_diff(mapped, loaded) == 0.0f);
-  std::filesystem::remove(src);
-  std::filesystem::remove(pk);
 }
 
 TEST_CASE("dense decoding on a pack gives the source's tokens and logits") {
   for (const Case& c : kCases) {
     const std::string label = c.label;
     CAPTURE(label);
-    const test::SparseModelSpec spec = spec_of(c);
-    const auto src = test::write_sparse_model(spec, "pack-dense-src");
-    const auto pk = test::make_pack(src, "pack-dense", test::reversed_orders(spec.n_layer, spec.n_ff));
-    auto a = Model::load(src.string());
-    auto b = Model::load(pk.string());
+    const LoadedCase models(c, "pack-dense");
     ThreadPool pool(2);
     // The pack's dense path computes exactly what the source's sparse path computes (the same
     // down rows, every active neuron): against the source's oracle mode, decode steps only (a
     // one-token prompt), only the order of the down sums differs, at every type.
-    const test::GreedyRun oracle_src = test::greedy_run(*a, pool, mode(Mode::Oracle), kOneToken, 32);
-    const test::GreedyRun dense_pack1 = test::greedy_run(*b, pool, mode(Mode::Dense), kOneToken, 32);
+    const test::GreedyRun oracle_src = test::greedy_run(*models.src, pool, mode(Mode::Oracle), kOneToken, 32);
+    const test::GreedyRun dense_pack1 = test::greedy_run(*models.pack, pool, mode(Mode::Dense), kOneToken, 32);
     CHECK(dense_pack1.tokens == oracle_src.tokens);
     const float diff_oracle = test::max_logit_diff(oracle_src, dense_pack1);
     CHECK(diff_oracle <= 1e-4f);
 
     // Against the source's dense path, with a prefill batch (neuron_rows_matmul on many tokens).
-    const test::GreedyRun on_src = test::greedy_run(*a, pool, mode(Mode::Dense), kPrompt, 32);
-    const test::GreedyRun on_pack = test::greedy_run(*b, pool, mode(Mode::Dense), kPrompt, 32);
+    const test::GreedyRun on_src = test::greedy_run(*models.src, pool, mode(Mode::Dense), kPrompt, 32);
+    const test::GreedyRun on_pack = test::greedy_run(*models.pack, pool, mode(Mode::Dense), kPrompt, 32);
     const float diff = test::max_logit_diff(on_src, on_pack);
     float peak = 0.0f;
     for (const auto& l : on_src.logits) for (float v : l) peak = std::max(peak, std::fabs(v));
@@ -189,10 +188,8 @@ TEST_CASE("dense decoding on a pack gives the source's tokens and logits") {
     // The dense decode with counters (ffn_decode_dense_counted) takes the same path.
     SparseOptions counted = mode(Mode::Dense);
     counted.diagnostics = true;
-    const test::GreedyRun on_pack_counted = test::greedy_run(*b, pool, counted, kPrompt, 8);
+    const test::GreedyRun on_pack_counted = test::greedy_run(*models.pack, pool, counted, kPrompt, 8);
     CHECK(test::max_logit_diff(on_pack, on_pack_counted) == 0.0f);
-    std::filesystem::remove(src);
-    std::filesystem::remove(pk);
   }
 }
 
@@ -200,11 +197,7 @@ TEST_CASE("oracle and predictor decoding on a pack equal the same modes on the s
   for (const Case& c : kCases) {
     const std::string label = c.label;
     CAPTURE(label);
-    const test::SparseModelSpec spec = spec_of(c);
-    const auto src = test::write_sparse_model(spec, "pack-sparse-src");
-    const auto pk = test::make_pack(src, "pack-sparse", test::reversed_orders(spec.n_layer, spec.n_ff));
-    auto a = Model::load(src.string());
-    auto b = Model::load(pk.string());
+    const LoadedCase models(c, "pack-sparse");
     ThreadPool pool(2);
     // Threshold mode at a per-token quantile: the quantile of a set does not depend on its order.
     std::vector<Mode> modes = {Mode::Oracle, Mode::Threshold};
@@ -213,8 +206,8 @@ TEST_CASE("oracle and predictor decoding on a pack equal the same modes on the s
       CAPTURE(static_cast<int>(m));
       SparseOptions o = mode(m);
       o.target_sparsity = m == Mode::Threshold ? 0.6f : 0.0f;
-      const test::GreedyRun on_src = test::greedy_run(*a, pool, o, kOneToken, 32);
-      const test::GreedyRun on_pack = test::greedy_run(*b, pool, o, kOneToken, 32);
+      const test::GreedyRun on_src = test::greedy_run(*models.src, pool, o, kOneToken, 32);
+      const test::GreedyRun on_pack = test::greedy_run(*models.pack, pool, o, kOneToken, 32);
       CHECK(on_pack.tokens == on_src.tokens);
       // The same gate/up bytes, the same down rows, the same predictor scores (fc2 rows permuted
       // with the bundles): only the order of the down sums differs, at every type.
@@ -225,8 +218,6 @@ TEST_CASE("oracle and predictor decoding on a pack equal the same modes on the s
       CHECK(on_pack.totals.active == on_src.totals.active);
       CHECK(on_pack.totals.active > 0);
     }
-    std::filesystem::remove(src);
-    std::filesystem::remove(pk);
   }
 }
 

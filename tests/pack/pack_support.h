@@ -14,6 +14,7 @@
 #include "core/gguf/gguf_file.h"
 #include "core/gguf/gguf_writer.h"
 #include "core/pack/pack_writer.h"
+#include "tests/sparse/sparse_model_builder.h"
 
 namespace ember::test {
 
@@ -39,6 +40,22 @@ inline std::filesystem::path make_pack(const std::filesystem::path& source, cons
   pack::write_pack(o);
   return o.output_path;
 }
+
+// A test model and its pack with every layer's bundles in reversed order, written as temp files
+// named after `name` ("<name>-src" and "<name>") and removed when this goes out of scope, also
+// when a REQUIRE ends the test early.
+struct SourceAndPack {
+  SourceAndPack(const SparseModelSpec& spec, const std::string& name)
+      : src(write_sparse_model(spec, name + "-src")),
+        pk(make_pack(src, name, reversed_orders(spec.n_layer, spec.n_ff))) {}
+  ~SourceAndPack() {
+    std::filesystem::remove(src);
+    std::filesystem::remove(pk);
+  }
+  SourceAndPack(const SourceAndPack&) = delete;
+  SourceAndPack& operator=(const SourceAndPack&) = delete;
+  std::filesystem::path src, pk;
+};
 
 // Copies a GGUF, letting `edit_metadata` change the metadata list and `edit_tensor` change or drop
 // (return false) a tensor's bytes. Types and shapes are copied as they are.

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "core/model/inference_context.h"
+#include "core/model/profiler_setup.h"
 #include "core/sparse/activation_profiler.h"
 #include "tests/sparse/sparse_model_builder.h"
 
@@ -35,24 +36,6 @@ ActivationProfile small_profile() {
     p.layers.push_back(lp);
   }
   return p;
-}
-
-ProfilerSetup setup_for(const Model& model, int64_t max_batch) {
-  const ModelConfig& c = model.config();
-  ProfilerSetup s;
-  s.act = c.activation;
-  s.n_layer = c.n_layer;
-  s.n_embd = c.n_embd;
-  s.n_ff = c.n_ff;
-  s.max_tokens = max_batch;
-  if (model.weights().has_predictor()) {
-    for (const LayerWeights& L : model.weights().layers) {
-      s.fc1.push_back(L.pred_fc1);
-      s.fc2.push_back(L.pred_fc2);
-    }
-    s.predictor_threshold = c.sparse_threshold;
-  }
-  return s;
 }
 
 std::vector<int32_t> some_tokens(int n) {
@@ -121,6 +104,7 @@ TEST_CASE("profile files round-trip and hostile ones are refused") {
   test::SparseModelSpec spec;
   const auto model_path = test::write_sparse_model(spec, "profile_not_a_profile.gguf");
   CHECK_THROWS_WITH(load_activation_profile(model_path.string()), doctest::Contains("not an activation profile"));
+  std::filesystem::remove(model_path);
   save_activation_profile(p, path);
   std::filesystem::resize_file(path, std::filesystem::file_size(path) - 100);
   CHECK_THROWS(load_activation_profile(path));
@@ -135,6 +119,7 @@ TEST_CASE("the profiler counts the same active neurons as token-by-token decodin
     spec.predictor = test::PredictorKind::Exact;
     const auto path = test::write_sparse_model(spec, std::string("profile_") + activation_name(act) + ".gguf");
     auto model = Model::load(path.string());
+    std::filesystem::remove(path);  // mapped: the data stays readable until the model goes
     ThreadPool pool(2);
     const std::vector<int32_t> tokens = some_tokens(40);
 
@@ -145,7 +130,7 @@ TEST_CASE("the profiler counts the same active neurons as token-by-token decodin
     InferenceContext ref(*model, pool, ref_opts);
     for (int32_t t : tokens) ref.eval(std::vector<int32_t>{t});
 
-    ActivationProfiler profiler(setup_for(*model, 16), pool.size());
+    ActivationProfiler profiler(profiler_setup_for(*model, 16), pool.size());
     ContextOptions o;
     o.n_ctx = 64;
     o.max_batch = 16;  // several batches, and the last layer of non-final batches is observed too
@@ -177,8 +162,9 @@ TEST_CASE("SiLU profiles count the upper half of each token as active") {
   spec.act = FfnActivation::SiLU;
   const auto path = test::write_sparse_model(spec, "profile_silu.gguf");
   auto model = Model::load(path.string());
+  std::filesystem::remove(path);
   ThreadPool pool(2);
-  ActivationProfiler profiler(setup_for(*model, 64), pool.size());
+  ActivationProfiler profiler(profiler_setup_for(*model, 64), pool.size());
   ContextOptions o;
   o.n_ctx = 64;
   o.ffn_observer = &profiler;

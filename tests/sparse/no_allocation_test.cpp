@@ -2,51 +2,20 @@
 // in this test binary.
 #include <doctest/doctest.h>
 
-#include <atomic>
-#include <cstdlib>
 #include <filesystem>
-#include <new>
 
-#include "tests/sparse/sparse_model_builder.h"
-#include "tests/sparse/sparse_support.h"
+#include "tests/sparse/decode_allocations.h"
 #include "tests/support/counting_new.h"
 
 namespace ember {
 
 TEST_CASE("sparse decode steps do not allocate") {
-  test::SparseModelSpec spec;
-  spec.act = FfnActivation::DReLU;
-  spec.matrix_type = GgmlType::Q8_0;
-  spec.predictor = test::PredictorKind::Random;
-  spec.predictor_type = GgmlType::Q4_0;
+  const test::SparseModelSpec spec = test::allocation_test_spec(GgmlType::Q8_0, GgmlType::Q4_0);
   const auto path = test::write_sparse_model(spec, "sparse-noalloc");
   const long at_start = test::allocation_count();
   auto model = Model::load(path.string());
   CHECK(test::allocation_count() > at_start);  // the counter does count
-  ThreadPool pool(2);
-  using Mode = SparseOptions::Mode;
-  for (Mode m : {Mode::Dense, Mode::Oracle, Mode::Predictor, Mode::Threshold}) {
-    for (bool diagnostics : {false, true}) {
-      CAPTURE(sparse_mode_name(m));
-      CAPTURE(diagnostics);
-      ContextOptions o;
-      o.n_ctx = 64;
-      o.sparse.mode = m;
-      o.sparse.diagnostics = diagnostics;
-      o.sparse.target_sparsity = 0.5f;
-      InferenceContext ctx(*model, pool, o);
-      const int32_t prompt[] = {1, 270, 280};
-      ctx.eval(prompt);
-      int32_t token[] = {290};
-      ctx.eval(token);  // warm-up step
-      const long before = test::allocation_count();
-      for (int i = 0; i < 8; ++i) {
-        const float* logits = ctx.eval(token);
-        token[0] = test::argmax(logits, model->config().n_vocab);
-      }
-      CHECK(test::allocation_count() == before);
-    }
-  }
+  test::check_decode_does_not_allocate(*model, test::allocation_count);
   std::filesystem::remove(path);
 }
 

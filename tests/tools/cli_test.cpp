@@ -2,53 +2,20 @@
 // exit codes. These tests run the built `ember` binary.
 #include <doctest/doctest.h>
 
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
-
-#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 
 #include "tests/support/fixtures.h"
+#include "tests/tools/run_ember.h"
 
 namespace {
 
-struct Result {
-  int exit_code;
-  std::string out;
-};
-
-// Runs `ember ARGS`, capturing stdout (stderr goes to a file whose text is returned in err_path).
-Result run_ember_env(const std::string& env, const std::string& args, const std::string& stderr_to = "/dev/null") {
-  const std::string cmd = env + " " + std::string(EMBER_BINARY) + " " + args + " 2>" + stderr_to;
-  Result r{-1, {}};
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  const int status = pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
-
-Result run_ember(const std::string& args, const std::string& stderr_to = "/dev/null") {
-  return run_ember_env("", args, stderr_to);
-}
-
-std::string slurp(const std::string& path) {
-  std::string s;
-  if (FILE* f = std::fopen(path.c_str(), "rb")) {
-    std::array<char, 4096> buf;
-    size_t n;
-    while ((n = std::fread(buf.data(), 1, buf.size(), f)) > 0) s.append(buf.data(), n);
-    std::fclose(f);
-  }
-  return s;
-}
+using Result = ember::test::EmberRun;
+using ember::test::run_ember;
 
 }  // namespace
 
@@ -63,13 +30,12 @@ TEST_CASE("ember --help and every subcommand's --help succeed") {
 }
 
 TEST_CASE("a missing model file, a bad flag and a bad model give a one-line error and a non-zero exit") {
-  const std::string err = "/tmp/ember-cli-test-" + std::to_string(::getpid()) + ".err";
-  Result r = run_ember("run -m /nonexistent/model.gguf -p hi", err);
+  Result r = run_ember("run -m /nonexistent/model.gguf -p hi");
   CHECK(r.exit_code != 0);
   CHECK(r.out.empty());
-  CHECK(slurp(err).find("nonexistent") != std::string::npos);
+  CHECK(r.err.find("nonexistent") != std::string::npos);
 
-  r = run_ember("run --no-such-flag", err);
+  r = run_ember("run --no-such-flag");
   CHECK(r.exit_code != 0);
 
   const std::string bad = "/tmp/ember-cli-test-" + std::to_string(::getpid()) + ".gguf";
@@ -77,13 +43,12 @@ TEST_CASE("a missing model file, a bad flag and a bad model give a one-line erro
     std::fputs("NOTAGGUFFILE-----------------------", f);
     std::fclose(f);
   }
-  r = run_ember("run -m " + bad + " -p hi", err);
+  r = run_ember("run -m " + bad + " -p hi");
   CHECK(r.exit_code != 0);
-  const std::string e = slurp(err);
+  const std::string& e = r.err;
   CHECK(e.rfind("ember: error: ", 0) == 0);
   CHECK(std::count(e.begin(), e.end(), '\n') == 1);
   std::remove(bad.c_str());
-  std::remove(err.c_str());
 }
 
 TEST_CASE("ember run prints exactly the generated text and ember tokenize one line of ids") {
@@ -116,7 +81,7 @@ TEST_CASE("sampling with a seed is reproducible from the command line") {
 
 TEST_CASE("ember run without a model creates and uses the built-in demo model") {
   const std::string cache = "/tmp/ember-cli-demo-" + std::to_string(::getpid());
-  const Result r = run_ember_env("EMBER_CACHE=" + cache, "run -p 'Hello' -n 8 --temp 0 --print-token-ids");
+  const Result r = run_ember("run -p 'Hello' -n 8 --temp 0 --print-token-ids", "EMBER_CACHE=" + cache);
   CHECK(r.exit_code == 0);
   CHECK(r.out.rfind("[", 0) == 0);
   CHECK(std::count(r.out.begin(), r.out.end(), ',') == 7);

@@ -2,44 +2,20 @@
 // with exit code 1.
 #include <doctest/doctest.h>
 
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <array>
 #include <cstdio>
-#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "tests/support/fixtures.h"
+#include "tests/tools/run_ember.h"
 
 namespace {
 
-struct EvalRun {
-  int exit_code = -1;
-  std::string out, err;
-};
+using EvalRun = ember::test::EmberRun;
 
-EvalRun run_eval(const std::string& args) {
-  const std::string err_path = "/tmp/ember-eval-cli-" + std::to_string(::getpid()) + ".err";
-  const std::string cmd = std::string(EMBER_BINARY) + " eval " + args + " 2>" + err_path;
-  EvalRun r;
-  if (FILE* p = popen(cmd.c_str(), "r")) {
-    std::array<char, 4096> buf;
-    size_t n;
-    while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-    const int status = pclose(p);
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  }
-  if (FILE* f = std::fopen(err_path.c_str(), "rb")) {
-    std::array<char, 4096> buf;
-    size_t n;
-    while ((n = std::fread(buf.data(), 1, buf.size(), f)) > 0) r.err.append(buf.data(), n);
-    std::fclose(f);
-  }
-  std::remove(err_path.c_str());
-  return r;
-}
+EvalRun run_eval(const std::string& args) { return ember::test::run_ember("eval " + args); }
 
 std::string story() { return (ember::test::source_dir() / "tests" / "data" / "story.txt").string(); }
 
@@ -84,9 +60,9 @@ TEST_CASE("ember eval --profile: per-layer thresholds calibrated by ember profil
   auto model = ember::test::fixture("models/stories260K.gguf");
   if (!model) return;
   const std::string profile = "/tmp/ember-eval-cli-" + std::to_string(::getpid()) + ".profile";
-  const std::string cmd = std::string(EMBER_BINARY) + " profile -m " + model->string() + " -f " + story() +
-                          " --max-tokens 400 -t 1 -o " + profile + " >/dev/null 2>&1";
-  REQUIRE(std::system(cmd.c_str()) == 0);
+  const std::string make_profile =
+      "profile -m " + model->string() + " -f " + story() + " --max-tokens 400 -t 1 -o " + profile;
+  REQUIRE(ember::test::run_ember(make_profile).exit_code == 0);
   const std::string m = "-m " + model->string() + " -f " + story() + " -t 1 --skip-tokens 400 --max-tokens 200 ";
 
   EvalRun r = run_eval(m + "--sparsity 0.5 --profile " + profile + " --compare-dense --json");

@@ -2,35 +2,19 @@
 // one-line errors, and `ember run` giving the same text on a pack as on its source.
 #include <doctest/doctest.h>
 
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <array>
 #include <cstdio>
 #include <filesystem>
 #include <string>
 
 #include "core/gguf/gguf_file.h"
+#include "tests/tools/run_ember.h"
 
 namespace {
 
-struct Result {
-  int exit_code;
-  std::string out;
-};
-
-Result run_ember(const std::string& args, const std::string& stderr_to = "/dev/null") {
-  const std::string cmd = std::string(EMBER_BINARY) + " " + args + " 2>" + stderr_to;
-  Result r{-1, {}};
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  const int status = pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+using Result = ember::test::EmberRun;
+using ember::test::run_ember;
 
 bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
@@ -39,20 +23,14 @@ bool has(const std::string& s, const std::string& part) { return s.find(part) !=
 TEST_CASE("ember pack writes a pack that verifies, runs like its source, and --verify catches damage") {
   const std::string dir = "/tmp/ember-pack-cli-" + std::to_string(::getpid());
   std::filesystem::create_directories(dir);
-  const std::string src = dir + "/m.gguf", pk = dir + "/m.pack.gguf", err = dir + "/err";
+  const std::string src = dir + "/m.gguf", pk = dir + "/m.pack.gguf";
   REQUIRE(run_ember("synth --preset tiny --type Q8_0 --activation relu --predictor -q -o " + src).exit_code == 0);
 
-  Result r = run_ember("pack -m " + src + " -o " + pk, err);
+  Result r = run_ember("pack -m " + src + " -o " + pk);
   CHECK(r.exit_code == 0);
   CHECK(has(r.out, "wrote " + pk + ": 2 layers x 768 bundles"));
   CHECK(has(r.out, "gate Q8_0, up Q8_0, down F16"));
-  std::string progress;
-  if (FILE* f = std::fopen(err.c_str(), "rb")) {
-    std::array<char, 4096> buf;
-    progress.assign(buf.data(), std::fread(buf.data(), 1, buf.size(), f));
-    std::fclose(f);
-  }
-  CHECK(has(progress, "pack: layer 2/2"));
+  CHECK(has(r.err, "pack: layer 2/2"));  // the progress
 
   r = run_ember("pack --verify -q -m " + src + " " + pk);
   CHECK(r.exit_code == 0);
@@ -86,17 +64,11 @@ TEST_CASE("ember pack writes a pack that verifies, runs like its source, and --v
   CHECK(has(r.out, ": 1 mismatch\n"));
   CHECK(has(r.out, "  blk.1.ffn_bundles: bundle 5 (neuron 5): gate row differs"));
 
-  r = run_ember("pack -m " + src, err);  // no -o
+  r = run_ember("pack -m " + src);  // no -o
   CHECK(r.exit_code != 0);
-  r = run_ember("pack -m " + pk + " -o " + dir + "/again.gguf", err);  // a pack as source
+  r = run_ember("pack -m " + pk + " -o " + dir + "/again.gguf");  // a pack as source
   CHECK(r.exit_code == 1);
-  std::string e;
-  if (FILE* f = std::fopen(err.c_str(), "rb")) {
-    std::array<char, 4096> buf;
-    e.assign(buf.data(), std::fread(buf.data(), 1, buf.size(), f));
-    std::fclose(f);
-  }
-  CHECK(has(e, "ember: error: "));
-  CHECK(has(e, "is already a pack"));
+  CHECK(has(r.err, "ember: error: "));
+  CHECK(has(r.err, "is already a pack"));
   std::filesystem::remove_all(dir);
 }

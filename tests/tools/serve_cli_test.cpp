@@ -16,51 +16,29 @@
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "tests/support/fixtures.h"
+#include "tests/tools/run_ember.h"
 
 namespace {
 
 using nlohmann::json;
 
-struct Run {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
+using Run = ember::test::EmberRun;
+using ember::test::slurp;
 
 std::string temp_path(const std::string& suffix) {
   static int counter = 0;
   return "/tmp/ember-serve-cli-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++) + suffix;
 }
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 // Runs `ember serve ARGS` in an empty environment plus `env` ("NAME=value ..."), so variables of
 // the caller's shell (EMBER_CONFIG, EMBER_PORT, ...) cannot leak into the result.
 Run serve(const std::string& env, const std::string& args) {
-  const std::string err_path = temp_path(".err");
-  const std::string cmd = "env -i " + env + " " + std::string(EMBER_BINARY) + " serve " + args + " 2>" + err_path;
-  Run r;
-  if (FILE* p = popen(cmd.c_str(), "r")) {
-    std::array<char, 4096> buf;
-    size_t n;
-    while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-    const int status = pclose(p);
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  }
-  r.err = slurp(err_path);
-  std::remove(err_path.c_str());
-  return r;
+  return ember::test::run_ember("serve " + args, "env -i " + env);
 }
 
 json print_config(const std::string& env, const std::string& args) {
