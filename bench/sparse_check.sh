@@ -31,7 +31,7 @@ for act in relu drelu; do
     if [[ ! -f "$base.pack.gguf" ]]; then
         "$ember" run -m "$base.gguf" -p "Once upon a time" -n 256 --temp 0.8 -s 1 > "$base.txt" 2>/dev/null
         "$ember" profile -m "$base.gguf" -f "$base.txt" -o "$base.profile" 2>/dev/null
-        "$ember" pack -m "$base.gguf" --profile "$base.profile" -o "$base.pack.gguf" 2>/dev/null
+        "$ember" pack -m "$base.gguf" --profile "$base.profile" -o "$base.pack.gguf" >&2 2>/dev/null
     fi
     for p in "${prompts[@]}"; do
         ref=$("$ember" run -m "$base.gguf" -p "$p" -n 32 --temp 0 --print-token-ids 2>/dev/null)
