@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/model/inference_context.h"
+#include "core/model/text_evaluation.h"
 
 namespace ember::test {
 
@@ -47,7 +48,8 @@ inline float max_logit_diff(const GreedyRun& a, const GreedyRun& b) {
   return d;
 }
 
-// Mean KL(dense || other) of the softmax distributions and top-1 agreement, over the steps.
+// Mean KL(dense || other) of the softmax distributions and top-1 agreement, over the steps (the
+// KL of core/model/text_evaluation, which `ember eval` reports).
 inline void kl_and_top1(const GreedyRun& dense, const GreedyRun& other, double* kl, double* top1) {
   double sum_kl = 0.0;
   int agree = 0;
@@ -55,19 +57,9 @@ inline void kl_and_top1(const GreedyRun& dense, const GreedyRun& other, double* 
   for (size_t s = 0; s < steps; ++s) {
     const auto& p = dense.logits[s];
     const auto& q = other.logits[s];
-    const double mp = *std::max_element(p.begin(), p.end()), mq = *std::max_element(q.begin(), q.end());
-    double zp = 0, zq = 0;
-    for (size_t i = 0; i < p.size(); ++i) {
-      zp += std::exp(p[i] - mp);
-      zq += std::exp(q[i] - mq);
-    }
-    double k = 0;
-    for (size_t i = 0; i < p.size(); ++i) {
-      const double lp = p[i] - mp - std::log(zp), lq = q[i] - mq - std::log(zq);
-      k += std::exp(lp) * (lp - lq);
-    }
-    sum_kl += k;
-    agree += argmax(p.data(), static_cast<int64_t>(p.size())) == argmax(q.data(), static_cast<int64_t>(q.size())) ? 1 : 0;
+    const auto n = static_cast<int64_t>(p.size());
+    sum_kl += kl_divergence(p.data(), q.data(), n);
+    agree += argmax(p.data(), n) == argmax(q.data(), n) ? 1 : 0;
   }
   *kl = steps ? sum_kl / static_cast<double>(steps) : 0.0;
   *top1 = steps ? static_cast<double>(agree) / static_cast<double>(steps) : 1.0;
