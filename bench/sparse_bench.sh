@@ -4,7 +4,7 @@
 # the time split per token (attention, predictor, FFN). A benchmark, not a test: it prints a
 # Markdown table and writes raw JSON lines and machine facts under bench/results/sparse-<UTC date>/.
 #
-# usage: bench/sparse_bench.sh [--preset mistral-7b] [--type Q4_0] [--rank 256] [--runs 3]
+# usage: bench/sparse_bench.sh [--preset mistral-7b] [--type Q4_0] [--rank 256] [--predictor-type Q8_0] [--runs 3]
 #                              [--threads 2] [--prompt-tokens 16] [--gen-tokens 32] [--no-pack]
 #                              [--ember PATH] [--out DIR] [--wait-idle SECONDS] [--report DIR]
 # --report DIR prints the table of an earlier run's DIR/runs.jsonl again without running anything.
@@ -12,7 +12,8 @@
 # Each configuration runs R times as a fresh process, configurations alternating; each process
 # does an untimed warm-up and one timed run. The table shows medians over the R processes.
 # Models (made on first use, ~3 min and 5.4 GB for mistral-7b) live in EMBER_MODELS_DIR
-# (default ~/.cache/ember/models): the drelu model with predictors of rank --rank and ffn_down_t,
+# (default ~/.cache/ember/models): the drelu model with predictors of rank --rank (type
+# --predictor-type) and ffn_down_t,
 # its activation profile (`ember profile` on text the model generated) and the pack.
 set -euo pipefail
 
@@ -22,6 +23,7 @@ readonly models_dir="${EMBER_MODELS_DIR:-${EMBER_CACHE:-$HOME/.cache/ember}/mode
 preset=mistral-7b
 quant=Q4_0
 rank=256
+predictor_type=Q8_0
 runs=3
 threads=2
 prompt_tokens=16
@@ -43,6 +45,7 @@ while [[ $# -gt 0 ]]; do
         --preset) preset="$2"; shift 2 ;;
         --type) quant="$2"; shift 2 ;;
         --rank) rank="$2"; shift 2 ;;
+        --predictor-type) predictor_type="$2"; shift 2 ;;
         --runs) runs="$2"; shift 2 ;;
         --threads) threads="$2"; shift 2 ;;
         --prompt-tokens) prompt_tokens="$2"; shift 2 ;;
@@ -64,16 +67,17 @@ if ! $report_only; then
 [[ -x "$ember" ]] || fail "no ember binary at $ember (run scripts/setup.sh first)"
 
 mkdir -p "$models_dir"
-model="$models_dir/$preset-drelu-$quant-r$rank.gguf"
-profile="$models_dir/$preset-drelu-$quant-r$rank.profile"
-pack="$models_dir/$preset-drelu-$quant-r$rank.pack.gguf"
+name="$preset-drelu-$quant-r$rank-p$predictor_type"
+model="$models_dir/$name.gguf"
+profile="$models_dir/$name.profile"
+pack="$models_dir/$name.pack.gguf"
 if [[ ! -f "$model" ]]; then
     log "writing $model"
     "$ember" synth --preset "$preset" --type "$quant" --activation drelu --predictor --predictor-rank "$rank" \
-        --down-transposed -q -o "$model" >&2
+        --predictor-type "$predictor_type" --down-transposed -q -o "$model" >&2
 fi
 if $with_pack && [[ ! -f "$pack" ]]; then
-    text="$models_dir/$preset-drelu-generated.txt"
+    text="$models_dir/$name-generated.txt"
     log "profiling on text the model generates, then packing"
     "$ember" run -m "$model" -p "Once upon a time" -n 512 --temp 0.8 -s 1 > "$text" 2>/dev/null
     "$ember" profile -m "$model" -f "$text" -o "$profile" >&2

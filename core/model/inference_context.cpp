@@ -116,10 +116,8 @@ void InferenceContext::reset_sparse_stats() { std::fill(stats_.begin(), stats_.e
 uint64_t InferenceContext::scratch_bytes() const {
   const size_t floats = x_.size() + xb_.size() + q_.size() + k_.size() + v_.size() + att_.size() + tmp_.size() +
                         gate_.size() + up_.size() + rope_cs_.size() + logits_.size();
-  const size_t sparse = sparse_scratch_.h.size() + sparse_scratch_.strips.size() + active_.size() +
-                        pred_hidden_.size() + scores_.size() + dense_h_.size();
-  return (floats + att_scratch_.size() + sparse) * sizeof(float) + sparse_scratch_.x_gate.size() +
-         sparse_scratch_.x_up.size();
+  const size_t sparse = active_.size() + pred_hidden_.size() + scores_.size() + dense_h_.size();
+  return (floats + att_scratch_.size() + sparse) * sizeof(float) + sparse_scratch_.bytes();
 }
 
 int64_t InferenceContext::attention_scratch_floats() const {

@@ -32,7 +32,11 @@ int64_t select_relu_active(const float* gate, const float* up, int64_t n, FfnAct
 
 int64_t select_by_gate_magnitude(const float* gate, int64_t n, FfnActivation act, float threshold, int32_t* out) {
   int64_t k = 0;
-  if (!(threshold > 0.0f)) {  // nothing can lie below: keep all (also a NaN-free fast path)
+  if (!(threshold > 0.0f)) {
+    // Nothing lies below a threshold of 0, but a ReLU-family gate at or below 0 gives an activation
+    // of exactly 0: listing it would cost its rows for nothing (a relu model whose calibrated
+    // threshold for a sparsity it already exceeds is 0 would otherwise run fully dense).
+    if (is_relu_family(act)) return select_above(gate, n, 0.0f, out);
     for (int64_t i = 0; i < n; ++i) out[i] = static_cast<int32_t>(i);
     return n;
   }

@@ -14,7 +14,8 @@ int64_t select_above(const float* scores, int64_t n, float threshold, int32_t* o
 // for dReLU, up[i] > 0; `up` may be null for ReLU). A neuron left out has activation exactly 0.
 int64_t select_relu_active(const float* gate, const float* up, int64_t n, FfnActivation act, int32_t* out);
 
-// Threshold (CATS): ids with |gate_activation(gate[i])| >= threshold. threshold <= 0 keeps all.
+// Threshold (CATS): ids with |gate_activation(gate[i])| >= threshold. threshold <= 0 keeps all
+// (ReLU family: all with gate > 0, the rest are exactly 0).
 int64_t select_by_gate_magnitude(const float* gate, int64_t n, FfnActivation act, float threshold, int32_t* out);
 
 // The threshold below which `skip_fraction` of the n neurons' |gate_activation(gate)| lie (the

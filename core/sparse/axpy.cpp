@@ -1,5 +1,7 @@
 #include "core/sparse/axpy.h"
 
+#include <cmath>
+
 #include "core/kernels/cpu_features.h"
 #include "core/kernels/fp16.h"
 #include "core/kernels/quant_blocks.h"
@@ -20,15 +22,15 @@ void axpy_f16_scalar(int64_t n, float a, const uint16_t* x, float* y) {
   for (int64_t i = 0; i < n; ++i) y[i] += a * fp16_to_fp32(x[i]);
 }
 
+// One rounding per value: y + (q - 8) * (a * d) fused. (q - 8) is exact in float; a * d is rounded
+// once per block, the same float in every implementation.
 void axpy_q4_0_scalar(int64_t n_blocks, float a, const void* x, float* y) {
   const auto* b = static_cast<const block_q4_0*>(x);
   for (int64_t i = 0; i < n_blocks; ++i, y += kQK4_0) {
-    const float d = fp16_to_fp32(b[i].d);
+    const float ad = a * fp16_to_fp32(b[i].d);
     for (int j = 0; j < kQK4_0 / 2; ++j) {
-      const float lo = static_cast<float>((b[i].qs[j] & 0x0F) - 8) * d;
-      const float hi = static_cast<float>((b[i].qs[j] >> 4) - 8) * d;
-      y[j] += a * lo;
-      y[j + kQK4_0 / 2] += a * hi;
+      y[j] = std::fma(static_cast<float>((b[i].qs[j] & 0x0F) - 8), ad, y[j]);
+      y[j + kQK4_0 / 2] = std::fma(static_cast<float>((b[i].qs[j] >> 4) - 8), ad, y[j + kQK4_0 / 2]);
     }
   }
 }
@@ -36,8 +38,8 @@ void axpy_q4_0_scalar(int64_t n_blocks, float a, const void* x, float* y) {
 void axpy_q8_0_scalar(int64_t n_blocks, float a, const void* x, float* y) {
   const auto* b = static_cast<const block_q8_0*>(x);
   for (int64_t i = 0; i < n_blocks; ++i, y += kQK8_0) {
-    const float d = fp16_to_fp32(b[i].d);
-    for (int j = 0; j < kQK8_0; ++j) y[j] += a * (static_cast<float>(b[i].qs[j]) * d);
+    const float ad = a * fp16_to_fp32(b[i].d);
+    for (int j = 0; j < kQK8_0; ++j) y[j] = std::fma(static_cast<float>(b[i].qs[j]), ad, y[j]);
   }
 }
 
@@ -69,41 +71,82 @@ __attribute__((target("avx2,f16c"))) void axpy_f16_avx2(int64_t n, float a, cons
   for (; i < n; ++i) y[i] += a * fp16_to_fp32(x[i]);
 }
 
-// 8 int32 lanes -> y[0..8) += a * (float(q) * d)
-__attribute__((target("avx2,f16c"))) inline void axpy8_i32(__m256i q, __m256 d, __m256 a, float* y) {
-  const __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(q), d);
-  _mm256_storeu_ps(y, _mm256_add_ps(_mm256_loadu_ps(y), _mm256_mul_ps(a, v)));
+// 8 int32 lanes -> y[0..8) = fma(float(q), ad, y)
+__attribute__((target("avx2,fma,f16c"))) inline void fma8_i32(__m256i q, __m256 ad, float* y) {
+  _mm256_storeu_ps(y, _mm256_fmadd_ps(_mm256_cvtepi32_ps(q), ad, _mm256_loadu_ps(y)));
 }
 
-__attribute__((target("avx2,f16c"))) void axpy_q4_0_avx2(int64_t n_blocks, float a, const void* x, float* y) {
+__attribute__((target("avx2,fma,f16c"))) void axpy_q4_0_avx2(int64_t n_blocks, float a, const void* x, float* y) {
   const auto* b = static_cast<const block_q4_0*>(x);
-  const __m256 va = _mm256_set1_ps(a);
   const __m128i mask = _mm_set1_epi8(0x0F);
   const __m256i eight = _mm256_set1_epi32(8);
   for (int64_t i = 0; i < n_blocks; ++i, y += kQK4_0) {
-    const __m256 d = _mm256_set1_ps(fp16_to_fp32(b[i].d));
+    const __m256 ad = _mm256_set1_ps(a * _cvtsh_ss(b[i].d));
     const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b[i].qs));
     const __m128i lo = _mm_and_si128(raw, mask);
     const __m128i hi = _mm_and_si128(_mm_srli_epi16(raw, 4), mask);
-    axpy8_i32(_mm256_sub_epi32(_mm256_cvtepu8_epi32(lo), eight), d, va, y);
-    axpy8_i32(_mm256_sub_epi32(_mm256_cvtepu8_epi32(_mm_srli_si128(lo, 8)), eight), d, va, y + 8);
-    axpy8_i32(_mm256_sub_epi32(_mm256_cvtepu8_epi32(hi), eight), d, va, y + 16);
-    axpy8_i32(_mm256_sub_epi32(_mm256_cvtepu8_epi32(_mm_srli_si128(hi, 8)), eight), d, va, y + 24);
+    fma8_i32(_mm256_sub_epi32(_mm256_cvtepu8_epi32(lo), eight), ad, y);
+    fma8_i32(_mm256_sub_epi32(_mm256_cvtepu8_epi32(_mm_srli_si128(lo, 8)), eight), ad, y + 8);
+    fma8_i32(_mm256_sub_epi32(_mm256_cvtepu8_epi32(hi), eight), ad, y + 16);
+    fma8_i32(_mm256_sub_epi32(_mm256_cvtepu8_epi32(_mm_srli_si128(hi, 8)), eight), ad, y + 24);
   }
 }
 
-__attribute__((target("avx2,f16c"))) void axpy_q8_0_avx2(int64_t n_blocks, float a, const void* x, float* y) {
+__attribute__((target("avx2,fma,f16c"))) void axpy_q8_0_avx2(int64_t n_blocks, float a, const void* x, float* y) {
   const auto* b = static_cast<const block_q8_0*>(x);
-  const __m256 va = _mm256_set1_ps(a);
   for (int64_t i = 0; i < n_blocks; ++i, y += kQK8_0) {
-    const __m256 d = _mm256_set1_ps(fp16_to_fp32(b[i].d));
+    const __m256 ad = _mm256_set1_ps(a * _cvtsh_ss(b[i].d));
     for (int j = 0; j < kQK8_0; j += 8) {
       const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b[i].qs + j));
-      axpy8_i32(_mm256_cvtepi8_epi32(q), d, va, y + j);
+      fma8_i32(_mm256_cvtepi8_epi32(q), ad, y + j);
     }
   }
 }
+
+// AVX-512: a block is two 16-float halves; vpermps looks (q - 8) up in a 16-entry float table
+// straight from the zero-extended nibbles (no int -> float conversion).
+#define EMBER_AVX512 "avx2,fma,f16c,avx512f,avx512bw,avx512vl"
+// GCC 12 warns falsely about the undefined vectors inside its own AVX-512 intrinsics when they are
+// used through a target attribute.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+__attribute__((target(EMBER_AVX512))) void axpy_q4_0_avx512(int64_t n_blocks, float a, const void* x, float* y) {
+  const auto* b = static_cast<const block_q4_0*>(x);
+  const __m512 table = _mm512_setr_ps(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7);
+  const __m128i mask = _mm_set1_epi8(0x0F);
+  for (int64_t i = 0; i < n_blocks; ++i, y += kQK4_0) {
+    const __m512 ad = _mm512_set1_ps(a * _cvtsh_ss(b[i].d));
+    const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b[i].qs));
+    const __m512 lo = _mm512_permutexvar_ps(_mm512_cvtepu8_epi32(_mm_and_si128(raw, mask)), table);
+    const __m512 hi = _mm512_permutexvar_ps(_mm512_cvtepu8_epi32(_mm_and_si128(_mm_srli_epi16(raw, 4), mask)), table);
+    _mm512_storeu_ps(y, _mm512_fmadd_ps(lo, ad, _mm512_loadu_ps(y)));
+    _mm512_storeu_ps(y + 16, _mm512_fmadd_ps(hi, ad, _mm512_loadu_ps(y + 16)));
+  }
+}
+
+__attribute__((target(EMBER_AVX512))) void axpy_q8_0_avx512(int64_t n_blocks, float a, const void* x, float* y) {
+  const auto* b = static_cast<const block_q8_0*>(x);
+  for (int64_t i = 0; i < n_blocks; ++i, y += kQK8_0) {
+    const __m512 ad = _mm512_set1_ps(a * _cvtsh_ss(b[i].d));
+    const __m512 lo = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b[i].qs))));
+    const __m512 hi =
+        _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b[i].qs + 16))));
+    _mm512_storeu_ps(y, _mm512_fmadd_ps(lo, ad, _mm512_loadu_ps(y)));
+    _mm512_storeu_ps(y + 16, _mm512_fmadd_ps(hi, ad, _mm512_loadu_ps(y + 16)));
+  }
+}
+#pragma GCC diagnostic pop
+#undef EMBER_AVX512
 #endif
+
+bool use_avx512() {
+#if defined(EMBER_HAVE_X86_SIMD)
+  static const bool yes = active_kernel_set() == KernelSet::Avx512Vnni && cpu_has_avx512_vnni();
+  return yes;
+#else
+  return false;
+#endif
+}
 
 bool use_avx2() {
 #if defined(EMBER_HAVE_X86_SIMD)
@@ -133,6 +176,7 @@ void axpy_f16(int64_t n, float a, const uint16_t* x, float* y) {
 
 void axpy_q4_0(int64_t n_blocks, float a, const void* x, float* y) {
 #if defined(EMBER_HAVE_X86_SIMD)
+  if (use_avx512()) return axpy_q4_0_avx512(n_blocks, a, x, y);
   if (use_avx2()) return axpy_q4_0_avx2(n_blocks, a, x, y);
 #endif
   axpy_q4_0_scalar(n_blocks, a, x, y);
@@ -140,6 +184,7 @@ void axpy_q4_0(int64_t n_blocks, float a, const void* x, float* y) {
 
 void axpy_q8_0(int64_t n_blocks, float a, const void* x, float* y) {
 #if defined(EMBER_HAVE_X86_SIMD)
+  if (use_avx512()) return axpy_q8_0_avx512(n_blocks, a, x, y);
   if (use_avx2()) return axpy_q8_0_avx2(n_blocks, a, x, y);
 #endif
   axpy_q8_0_scalar(n_blocks, a, x, y);

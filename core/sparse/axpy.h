@@ -8,8 +8,9 @@ namespace ember {
 void axpy(int64_t n, float a, const float* x, float* y);
 void axpy_f16(int64_t n, float a, const uint16_t* x, float* y);
 // y += a * dequantize(x) for n_blocks Q4_0 / Q8_0 blocks (32 values each), without a temporary:
-// each value is dequantized as (q - 8) * d (Q8_0: q * d), then multiplied by a and added, the
-// floats of to_float() followed by axpy().
+// y = fma(q - 8, a * d, y) per value (Q8_0: fma(q, a * d, y)), a * d rounded once per block: one
+// rounding per value instead of three (dequantize, scale, add). The SIMD versions use the same
+// fused operation, so every path gives the same floats.
 void axpy_q4_0(int64_t n_blocks, float a, const void* x, float* y);
 void axpy_q8_0(int64_t n_blocks, float a, const void* x, float* y);
 

@@ -7,16 +7,25 @@
 #include "core/kernels/quant_blocks.h"
 #include "core/kernels/type_traits.h"
 #include "core/sparse/axpy.h"
+#include "core/sparse/q4_0_prepared_dot.h"
 
 namespace ember {
 namespace {
 
-constexpr int64_t kNeuronChunk = 32;  // phase 1 work unit: enough dot products to hide dispatch
-constexpr int64_t kMinStrip = 64;     // phase 2: output dims per strip at least (a cache line x4)
+// The active list is cut into at most kMaxChunks contiguous chunks whatever the thread count; each
+// chunk sums its neurons into its own partial output in list order and the partials are added in
+// chunk order, so results do not depend on the number of threads or on scheduling.
+constexpr int64_t kMaxChunks = 8;
+constexpr int64_t kMinChunkNeurons = 16;  // below this a chunk is not worth its partial's zeroing
+constexpr int64_t kMinStrip = 64;         // reduction: output dims per strip at least
 
-// Listed rows lie far apart (a row or a bundle between neighbours): too far for the hardware
-// prefetcher, so each loop asks for the rows a few entries ahead itself.
-constexpr int64_t kPrefetchAhead = 4;
+// A neuron's rows lie far from the previous neuron's: too far for the hardware prefetcher to
+// guess, so the loop asks for the gate row kPrefetchAhead neurons ahead while it computes the
+// current one. Only the gate: its up and down rows are needed only when that gate is positive
+// (relu family), and once the gate row streams in, the hardware prefetcher follows into the up
+// row of a pack's bundle. (Measured with ember-sparse-kernel-bench on mistral-7b shapes: asking
+// for whole bundles, or for rows further ahead, was no faster.)
+constexpr int64_t kPrefetchAhead = 2;
 
 inline void prefetch_bytes(const uint8_t* p, uint64_t n) {
   for (uint64_t b = 0; b < n; b += 64) __builtin_prefetch(p + b);
@@ -33,13 +42,29 @@ const void* convert_input(const KernelTraits& t, const float* x, int64_t n, std:
   return buf.data();
 }
 
-// Strip length: the output dims split among the threads, a multiple of the down type's block
-// (quantized rows can only be dequantized whole blocks at a time).
-int64_t strip_length(int64_t n_embd, int n_threads, uint32_t block) {
-  const int64_t per_thread = (n_embd + n_threads - 1) / n_threads;
-  int64_t len = std::max<int64_t>(per_thread, kMinStrip);
-  len = (len + block - 1) / block * block;
-  return std::min<int64_t>(len, (n_embd + block - 1) / block * block);
+// Dot products of one matrix's rows with x: Q4_0 rows through the prepared-input kernel
+// (q4_0_prepared_dot.h), every other type through its vec_dot on x converted once.
+struct RowDot {
+  const KernelTraits* traits = nullptr;
+  const void* x = nullptr;                     // converted input (vec_dot path)
+  const Q4PreparedInput* q4 = nullptr;         // prepared input (Q4_0 path)
+  float operator()(int64_t n, const uint8_t* row) const {
+    return q4 != nullptr ? dot_q4_0_prepared(row, *q4) : traits->vec_dot(n, row, x);
+  }
+};
+
+// out[0..n) += h * dequantize(row) for one neuron's whole down row.
+void accumulate_down(const KernelTraits& dt, GgmlType type, int64_t n, float h, const uint8_t* row, float* out,
+                     float* tmp) {
+  switch (type) {
+    case GgmlType::F32: axpy(n, h, reinterpret_cast<const float*>(row), out); return;
+    case GgmlType::F16: axpy_f16(n, h, reinterpret_cast<const uint16_t*>(row), out); return;
+    case GgmlType::Q4_0: axpy_q4_0(n / kQK4_0, h, row, out); return;  // fused dequantize + accumulate
+    case GgmlType::Q8_0: axpy_q8_0(n / kQK8_0, h, row, out); return;
+    default:  // other quantized rows (ffn_down_t from a file): dequantize, then accumulate
+      dt.to_float(row, tmp, n);
+      axpy(n, h, tmp, out);
+  }
 }
 
 }  // namespace
@@ -48,10 +73,17 @@ void SparseFfnScratch::reserve(int64_t n_embd, int64_t n_ff, int n_threads) {
   const size_t act_bytes = static_cast<size_t>(n_embd) * 4 + 64;  // F32 is the widest vec_dot type
   x_gate.assign(act_bytes, 0);
   x_up.assign(act_bytes, 0);
+  x_q4.reserve(n_embd);
   h.assign(static_cast<size_t>(n_ff), 0.0f);
-  // Strips are at most n_embd rounded up to the largest block (256).
-  strip_floats = (n_embd + 255) / 256 * 256;
-  strips.assign(static_cast<size_t>(std::max(n_threads, 1)) * static_cast<size_t>(strip_floats), 0.0f);
+  // Rows dequantize whole blocks: n_embd rounded up to the largest block (256).
+  row_floats = (n_embd + 255) / 256 * 256;
+  tmp.assign(static_cast<size_t>(std::max(n_threads, 1)) * static_cast<size_t>(row_floats), 0.0f);
+  partials.assign(static_cast<size_t>(kMaxChunks) * static_cast<size_t>(row_floats), 0.0f);
+}
+
+uint64_t SparseFfnScratch::bytes() const {
+  return x_gate.size() + x_up.size() + x_q4.qs.size() + (x_q4.d.size() + h.size() + tmp.size() + partials.size()) * 4 +
+         x_q4.corr.size() * 4;
 }
 
 int64_t sparse_ffn(const SparseFfnArgs& a, ThreadPool& pool, SparseFfnScratch& s) {
@@ -59,65 +91,58 @@ int64_t sparse_ffn(const SparseFfnArgs& a, ThreadPool& pool, SparseFfnScratch& s
   const KernelTraits& ut = *kernel_traits(a.up.type);
   const KernelTraits& dt = *kernel_traits(a.down_rows.type);
   const int64_t E = a.gate.cols;
-  const void* xg = a.gate_values ? nullptr : convert_input(gt, a.x, E, s.x_gate);
-  const void* xu = convert_input(ut, a.x, E, s.x_up);
+  const bool q4_gate = a.gate.type == GgmlType::Q4_0 && !a.gate_values;
+  const bool q4_up = a.up.type == GgmlType::Q4_0;
+  if (q4_gate || q4_up) s.x_q4.prepare(a.x, E);
+  RowDot gate_dot{&gt, nullptr, q4_gate ? &s.x_q4 : nullptr};
+  RowDot up_dot{&ut, nullptr, q4_up ? &s.x_q4 : nullptr};
+  if (!a.gate_values && !q4_gate) gate_dot.x = convert_input(gt, a.x, E, s.x_gate);
+  if (!q4_up) up_dot.x = convert_input(ut, a.x, E, s.x_up);
   const bool relu_family = is_relu_family(a.act);
+  const uint64_t gate_bytes = a.gate_values ? 0 : row_bytes(a.gate.type, static_cast<uint64_t>(E));
+  const uint64_t up_bytes = row_bytes(a.up.type, static_cast<uint64_t>(E));
   float* h = s.h.data();
 
-  // Phase 1: activations of the listed neurons.
-  const int64_t n_chunks = (a.n_active + kNeuronChunk - 1) / kNeuronChunk;
-  pool.parallel_for(n_chunks, [&](int64_t chunk, int) {
-    const int64_t end = std::min(a.n_active, (chunk + 1) * kNeuronChunk);
-    const uint64_t gate_bytes = row_bytes(a.gate.type, static_cast<uint64_t>(E));
-    const uint64_t up_bytes = row_bytes(a.up.type, static_cast<uint64_t>(E));
-    for (int64_t k = chunk * kNeuronChunk; k < end; ++k) {
+  const int64_t n_chunks =
+      std::clamp<int64_t>((a.n_active + kMinChunkNeurons - 1) / kMinChunkNeurons, 1, kMaxChunks);
+  // One chunk writes the output directly; more sum into partials reduced below.
+  auto chunk_out = [&](int64_t c) {
+    return n_chunks == 1 ? a.out : s.partials.data() + static_cast<size_t>(c) * static_cast<size_t>(s.row_floats);
+  };
+  pool.parallel_for(n_chunks, [&](int64_t c, int thread) {
+    const int64_t begin = a.n_active * c / n_chunks, end = a.n_active * (c + 1) / n_chunks;
+    float* out = chunk_out(c);
+    float* tmp = s.tmp.data() + static_cast<size_t>(thread) * static_cast<size_t>(s.row_floats);
+    std::memset(out, 0, static_cast<size_t>(E) * sizeof(float));
+    for (int64_t k = begin; k < end; ++k) {
       const int32_t i = a.active[k];
       if (k + kPrefetchAhead < end) {
         const int32_t ahead = a.active[k + kPrefetchAhead];
-        if (!a.gate_values) prefetch_bytes(row_of(a.gate, ahead), gate_bytes);
-        prefetch_bytes(row_of(a.up, ahead), up_bytes);
+        prefetch_bytes(row_of(a.gate_values ? a.up : a.gate, ahead), a.gate_values ? up_bytes : gate_bytes);
       }
-      const float g = a.gate_values ? a.gate_values[i] : gt.vec_dot(E, row_of(a.gate, i), xg);
+      const float g = a.gate_values ? a.gate_values[i] : gate_dot(E, row_of(a.gate, i));
       if (relu_family && !(g > 0.0f)) {  // activation is exactly 0 whatever up is
         h[k] = 0.0f;
         continue;
       }
-      h[k] = neuron_activation(a.act, g, ut.vec_dot(E, row_of(a.up, i), xu));
+      const float hk = neuron_activation(a.act, g, up_dot(E, row_of(a.up, i)));
+      h[k] = hk;
+      if (hk != 0.0f) accumulate_down(dt, a.down_rows.type, E, hk, row_of(a.down_rows, i), out, tmp);
     }
   });
   int64_t nonzero = 0;
   for (int64_t k = 0; k < a.n_active; ++k) nonzero += h[k] != 0.0f ? 1 : 0;
+  if (n_chunks == 1) return nonzero;
 
-  // Phase 2: out = sum of h[k] * down_rows[active[k]], strip by strip.
-  const int64_t strip = strip_length(E, pool.size(), dt.block_size);
-  const int64_t n_strips = (E + strip - 1) / strip;
-  const GgmlType down_type = a.down_rows.type;
-  pool.parallel_for(n_strips, [&](int64_t si, int thread) {
-    const int64_t e0 = si * strip, len = std::min(strip, E - e0);
-    float* out = a.out + e0;
-    std::memset(out, 0, static_cast<size_t>(len) * sizeof(float));
-    float* tmp = s.strips.data() + static_cast<size_t>(thread) * static_cast<size_t>(s.strip_floats);
-    const uint64_t offset = static_cast<uint64_t>(e0 / dt.block_size) * dt.type_size;
-    const int64_t convert_len = (len + dt.block_size - 1) / dt.block_size * dt.block_size;
-    const uint64_t slice_bytes = static_cast<uint64_t>(convert_len / dt.block_size) * dt.type_size;
-    for (int64_t k = 0; k < a.n_active; ++k) {
-      if (k + kPrefetchAhead < a.n_active && h[k + kPrefetchAhead] != 0.0f) {
-        prefetch_bytes(row_of(a.down_rows, a.active[k + kPrefetchAhead]) + offset, slice_bytes);
-      }
-      if (h[k] == 0.0f) continue;
-      const uint8_t* row = row_of(a.down_rows, a.active[k]) + offset;
-      if (down_type == GgmlType::F32) {
-        axpy(len, h[k], reinterpret_cast<const float*>(row), out);
-      } else if (down_type == GgmlType::F16) {
-        axpy_f16(len, h[k], reinterpret_cast<const uint16_t*>(row), out);
-      } else if (down_type == GgmlType::Q4_0) {  // fused dequantize + accumulate, no temporary
-        axpy_q4_0(len / kQK4_0, h[k], row, out);  // quantized rows hold whole blocks: len % 32 == 0
-      } else if (down_type == GgmlType::Q8_0) {
-        axpy_q8_0(len / kQK8_0, h[k], row, out);
-      } else {  // other quantized rows (ffn_down_t from a file): dequantize the slice, then accumulate
-        dt.to_float(row, tmp, convert_len);
-        axpy(len, h[k], tmp, out);
-      }
+  // out = partial 0 + partial 1 + ..., in chunk order, strip by strip.
+  const int64_t strip = std::max<int64_t>((E + pool.size() - 1) / pool.size(), kMinStrip);
+  pool.parallel_for((E + strip - 1) / strip, [&](int64_t si, int) {
+    const int64_t e0 = si * strip, e1 = std::min(E, e0 + strip);
+    float* out = a.out;
+    std::memcpy(out + e0, chunk_out(0) + e0, static_cast<size_t>(e1 - e0) * sizeof(float));
+    for (int64_t c = 1; c < n_chunks; ++c) {
+      const float* p = chunk_out(c);
+      for (int64_t e = e0; e < e1; ++e) out[e] += p[e];
     }
   });
   return nonzero;

@@ -6,16 +6,19 @@
 // (core/sparse/neuron_rows.h). A listed neuron whose activation turns out 0 adds nothing; for
 // ReLU-family activations its up row is not even read when its gate is <= 0.
 //
-// Threads: phase 1 splits the active neurons into chunks (gate/up dot products -> h), phase 2
-// splits the output dims into block-aligned strips, each accumulating every active neuron's
-// slice in list order. No partial sums to reduce, and the summation order of every output is fixed,
-// so results do not depend on the number of threads or on scheduling.
+// Threads: the active list is cut into at most 8 contiguous chunks (a count that does not depend on
+// the threads); each chunk computes its neurons one by one (gate dot, up dot, activation, then the
+// down row added into the chunk's partial output) and the partials are added in chunk order. Each
+// neuron is one pass over its rows (in a pack, over one contiguous bundle) while the rows of the
+// neurons ahead are prefetched. The summation order of every output is fixed, so results do not
+// depend on the number of threads or on scheduling.
 #include <cstdint>
 #include <vector>
 
 #include "core/kernels/matmul.h"
 #include "core/kernels/thread_pool.h"
 #include "core/sparse/ffn_activation.h"
+#include "core/sparse/q4_0_prepared_dot.h"
 
 namespace ember {
 
@@ -34,10 +37,13 @@ struct SparseFfnArgs {
 // Buffers sized once per context (no allocation per token).
 struct SparseFfnScratch {
   void reserve(int64_t n_embd, int64_t n_ff, int n_threads);
+  uint64_t bytes() const;  // all buffers together
   std::vector<uint8_t> x_gate, x_up;  // x converted to the gate's / up's vec_dot type
+  Q4PreparedInput x_q4;              // x prepared for Q4_0 rows
   std::vector<float> h;               // (n_ff) activation of the k-th listed neuron
-  std::vector<float> strips;          // (threads, n_embd) down slices converted to float
-  int64_t strip_floats = 0;
+  std::vector<float> tmp;             // (threads, row_floats) a down row converted to float
+  std::vector<float> partials;        // (chunks, row_floats) each chunk's partial output
+  int64_t row_floats = 0;
 };
 
 // Returns how many listed neurons had a non-zero activation. PRECONDITIONS: shapes agree

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -10,6 +11,7 @@
 #include "core/kernels/type_traits.h"
 #include "core/sparse/active_set.h"
 #include "core/sparse/axpy.h"
+#include "core/sparse/q4_0_prepared_dot.h"
 #include "core/sparse/neuron_rows.h"
 #include "core/sparse/sparse_ffn.h"
 
@@ -223,6 +225,9 @@ TEST_CASE("active-set selection") {
   CHECK(out[0] == 0);
   CHECK(out[1] == 5);
   CHECK(select_by_gate_magnitude(v.data(), 6, FfnActivation::SiLU, 0.0f, out.data()) == 6);
+  // ReLU family at threshold 0: the neurons at exactly 0 are left out (they add nothing).
+  CHECK(select_by_gate_magnitude(v.data(), 6, FfnActivation::ReLU, 0.0f, out.data()) == 3);
+  CHECK(out[1] == 3);
   // |silu|: 0.311, 0.269, 0, 1.762, 0.110, 2.857
   CHECK(select_by_gate_magnitude(v.data(), 6, FfnActivation::SiLU, 0.3f, out.data()) == 3);
   std::vector<float> scratch(v.size());
@@ -295,19 +300,68 @@ TEST_CASE("sparse mode names round-trip") {
   CHECK(untouched == Mode::Oracle);
 }
 
-TEST_CASE("fused quantized axpy equals dequantize-then-axpy bit for bit") {
+TEST_CASE("fused quantized axpy: y = fma(q, a * d, y) on every path, close to dequantize-then-axpy") {
   for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q8_0}) {
     CAPTURE(type_name(type));
     const int64_t n = 256;
     TestMatrix m = make_matrix(type, n, 1, 11);
-    std::vector<float> deq(static_cast<size_t>(n)), expected(static_cast<size_t>(n)), got(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) expected[static_cast<size_t>(i)] = got[static_cast<size_t>(i)] = std::sin(0.1f * static_cast<float>(i));
-    scalar_kernel_traits(type)->to_float(m.bytes.data(), deq.data(), n);
+    std::vector<float> y0(static_cast<size_t>(n)), want(y0.size()), got(y0.size()), unfused(y0.size());
+    for (int64_t i = 0; i < n; ++i) y0[static_cast<size_t>(i)] = std::sin(0.1f * static_cast<float>(i));
     const float a = -0.37f;
-    for (int64_t i = 0; i < n; ++i) expected[static_cast<size_t>(i)] += a * deq[static_cast<size_t>(i)];
+    // The documented arithmetic, written out here.
+    for (int64_t blk = 0; blk < n / 32; ++blk) {
+      const uint8_t* base = m.bytes.data() + blk * (type == GgmlType::Q4_0 ? 18 : 34);
+      uint16_t d16;
+      std::memcpy(&d16, base, 2);
+      const float ad = a * fp16_to_fp32(d16);
+      for (int j = 0; j < 32; ++j) {
+        float q;
+        if (type == GgmlType::Q4_0) {
+          const uint8_t byte = base[2 + (j % 16)];
+          q = static_cast<float>((j < 16 ? byte & 0x0F : byte >> 4) - 8);
+        } else {
+          q = static_cast<float>(static_cast<int8_t>(base[2 + j]));
+        }
+        const size_t e = static_cast<size_t>(blk * 32 + j);
+        want[e] = std::fma(q, ad, y0[e]);
+      }
+    }
+    got = y0;
     if (type == GgmlType::Q4_0) axpy_q4_0(n / 32, a, m.bytes.data(), got.data());
     else axpy_q8_0(n / 32, a, m.bytes.data(), got.data());
-    CHECK(got == expected);
+    CHECK(got == want);
+    // And within rounding of the three-step dequantize, scale, add.
+    std::vector<float> deq(y0.size());
+    scalar_kernel_traits(type)->to_float(m.bytes.data(), deq.data(), n);
+    for (int64_t i = 0; i < n; ++i) unfused[static_cast<size_t>(i)] = y0[static_cast<size_t>(i)] + a * deq[static_cast<size_t>(i)];
+    CHECK(max_abs_diff(got, unfused) <= 1e-6f);
+  }
+}
+
+TEST_CASE("prepared-input Q4_0 dot: same integers as vec_dot, every path against the scalar one") {
+  for (int64_t n : {32, 64, 160, 4096}) {
+    CAPTURE(n);
+    TestMatrix m = make_matrix(GgmlType::Q4_0, n, 3, 21);
+    std::vector<float> x(static_cast<size_t>(n));
+    std::mt19937 rng(9);
+    std::normal_distribution<float> normal(0.0f, 2.0f);
+    for (float& v : x) v = normal(rng);
+    x[0] = 300.0f;  // a large value: a block scale far from the others
+    Q4PreparedInput prep;
+    prep.reserve(n);
+    prep.prepare(x.data(), n);
+    std::vector<uint8_t> xq(static_cast<size_t>(row_bytes(GgmlType::Q8_0, static_cast<uint64_t>(n))));
+    scalar_kernel_traits(GgmlType::Q8_0)->from_float(x.data(), xq.data(), n);
+    for (int64_t r = 0; r < 3; ++r) {
+      const uint8_t* row = m.bytes.data() + m.view.row_stride * static_cast<uint64_t>(r);
+      const float want = scalar_kernel_traits(GgmlType::Q4_0)->vec_dot(n, row, xq.data());
+      const float scalar = dot_q4_0_prepared_scalar(row, prep);
+      const float fast = dot_q4_0_prepared(row, prep);
+      // Same integer block sums and scales; only the float summation order differs.
+      const float scale = std::max(1.0f, std::fabs(want));
+      CHECK(std::fabs(scalar - want) <= 1e-5f * scale);
+      CHECK(std::fabs(fast - scalar) <= 1e-5f * scale);
+    }
   }
 }
 

@@ -1,0 +1,133 @@
+#include "core/sparse/q4_0_prepared_dot.h"
+
+#include <cstring>
+
+#include "core/kernels/cpu_features.h"
+#include "core/kernels/fp16.h"
+#include "core/kernels/quant_blocks.h"
+#include "core/kernels/type_traits.h"
+
+#if defined(EMBER_HAVE_X86_SIMD)
+#include <immintrin.h>
+#endif
+
+namespace ember {
+namespace {
+
+#if defined(EMBER_HAVE_X86_SIMD)
+// Compiled for the ISA through target attributes (this file is built for the baseline ISA);
+// called only when the CPU has it.
+#define EMBER_AVX2 "avx2,fma,f16c"
+#define EMBER_VNNI "avx2,fma,f16c,avx512f,avx512vl,avx512vnni"
+
+// One block: its 32 weights as bytes 0..15 (low nibbles = elements 0..15 in the low lane, high
+// nibbles = 16..31 in the high lane, the input's element order), the integer dot per 4-value
+// group started at corr, then scaled by d_w * d_x.
+#define EMBER_Q4_BLOCK(NAME, TARGET, INT_DOT)                                                         \
+  __attribute__((target(TARGET))) inline __m256 NAME(const block_q4_0& w, const int8_t* xq,          \
+                                                     const int32_t* corr, float xd) {                \
+    const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w.qs));                  \
+    const __m256i q = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(packed, 4), packed),          \
+                                       _mm256_set1_epi8(0x0F));                                       \
+    const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq));                      \
+    const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(corr));                    \
+    return _mm256_mul_ps(_mm256_cvtepi32_ps(INT_DOT), _mm256_set1_ps(_cvtsh_ss(w.d) * xd));          \
+  }
+// AVX2: maddubs (u8 x s8 -> pairs of int16; 2 * 15 * 128 cannot overflow) and madd with ones.
+EMBER_Q4_BLOCK(block_avx2, EMBER_AVX2,
+               _mm256_add_epi32(c, _mm256_madd_epi16(_mm256_maddubs_epi16(q, a), _mm256_set1_epi16(1))))
+// VNNI: one vpdpbusd does the four products per lane and adds them to c.
+EMBER_Q4_BLOCK(block_vnni, EMBER_VNNI, _mm256_dpbusd_epi32(c, q, a))
+#undef EMBER_Q4_BLOCK
+
+// Four blocks per iteration on independent accumulators hide the add latency.
+#define EMBER_Q4_DOT(NAME, TARGET, BLOCK)                                                             \
+  __attribute__((target(TARGET))) float NAME(const void* row, const Q4PreparedInput& x) {            \
+    const auto* w = static_cast<const block_q4_0*>(row);                                              \
+    const int8_t* xq = x.qs.data();                                                                   \
+    const float* xd = x.d.data();                                                                     \
+    const int32_t* corr = x.corr.data();                                                              \
+    const int64_t nb = x.n_blocks;                                                                    \
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0, acc2 = acc0, acc3 = acc0;                         \
+    int64_t b = 0;                                                                                    \
+    for (; b + 4 <= nb; b += 4) {                                                                     \
+      acc0 = _mm256_add_ps(acc0, BLOCK(w[b], xq + 32 * b, corr + 8 * b, xd[b]));                      \
+      acc1 = _mm256_add_ps(acc1, BLOCK(w[b + 1], xq + 32 * (b + 1), corr + 8 * (b + 1), xd[b + 1]));  \
+      acc2 = _mm256_add_ps(acc2, BLOCK(w[b + 2], xq + 32 * (b + 2), corr + 8 * (b + 2), xd[b + 2]));  \
+      acc3 = _mm256_add_ps(acc3, BLOCK(w[b + 3], xq + 32 * (b + 3), corr + 8 * (b + 3), xd[b + 3]));  \
+    }                                                                                                 \
+    for (; b < nb; ++b) acc0 = _mm256_add_ps(acc0, BLOCK(w[b], xq + 32 * b, corr + 8 * b, xd[b]));   \
+    const __m256 v = _mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3));             \
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));                   \
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));                                                           \
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));                                                            \
+    return _mm_cvtss_f32(s);                                                                          \
+  }
+EMBER_Q4_DOT(dot_avx2, EMBER_AVX2, block_avx2)
+EMBER_Q4_DOT(dot_vnni, EMBER_VNNI, block_vnni)
+#undef EMBER_Q4_DOT
+#undef EMBER_AVX2
+#undef EMBER_VNNI
+
+using DotFn = float (*)(const void*, const Q4PreparedInput&);
+
+DotFn pick_dot() {
+  // Follows the kernel set choice, so EMBER_KERNELS=scalar runs the scalar loop here too.
+  const KernelSet set = active_kernel_set();
+  if (set == KernelSet::Scalar) return dot_q4_0_prepared_scalar;
+  if (set == KernelSet::Avx512Vnni && cpu_has_avx512_vnni()) return dot_vnni;
+  if (cpu_has_avx2_fma_f16c()) return dot_avx2;
+  return dot_q4_0_prepared_scalar;
+}
+#endif
+
+}  // namespace
+
+void Q4PreparedInput::reserve(int64_t n) {
+  const auto blocks = static_cast<size_t>((n + kQK8_0 - 1) / kQK8_0);
+  qs.assign(blocks * kQK8_0, 0);
+  d.assign(blocks, 0.0f);
+  corr.assign(blocks * 8, 0);
+}
+
+void Q4PreparedInput::prepare(const float* x, int64_t n) {
+  n_blocks = n / kQK8_0;
+  // The Q8_0 quantizer the dense path uses, one block at a time, so the integers are the same.
+  const KernelTraits& q8 = *kernel_traits(GgmlType::Q8_0);
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    block_q8_0 blk;
+    q8.from_float(x + kQK8_0 * b, &blk, kQK8_0);
+    std::memcpy(&qs[static_cast<size_t>(kQK8_0 * b)], blk.qs, kQK8_0);
+    d[static_cast<size_t>(b)] = fp16_to_fp32(blk.d);
+    for (int g = 0; g < 8; ++g) {
+      const int8_t* v = blk.qs + 4 * g;
+      corr[static_cast<size_t>(8 * b + g)] = -8 * (v[0] + v[1] + v[2] + v[3]);
+    }
+  }
+}
+
+float dot_q4_0_prepared_scalar(const void* row, const Q4PreparedInput& x) {
+  const auto* w = static_cast<const block_q4_0*>(row);
+  float sum = 0.0f;
+  for (int64_t b = 0; b < x.n_blocks; ++b) {
+    int32_t s = 0;
+    for (int j = 0; j < kQK4_0 / 2; ++j) {
+      const int lo = w[b].qs[j] & 0x0F, hi = w[b].qs[j] >> 4;
+      s += (lo - 8) * x.qs[static_cast<size_t>(kQK8_0 * b + j)];
+      s += (hi - 8) * x.qs[static_cast<size_t>(kQK8_0 * b + j + kQK4_0 / 2)];
+    }
+    sum += static_cast<float>(s) * (fp16_to_fp32(w[b].d) * x.d[static_cast<size_t>(b)]);
+  }
+  return sum;
+}
+
+float dot_q4_0_prepared(const void* row, const Q4PreparedInput& x) {
+#if defined(EMBER_HAVE_X86_SIMD)
+  static const DotFn fn = pick_dot();
+  return fn(row, x);
+#else
+  return dot_q4_0_prepared_scalar(row, x);
+#endif
+}
+
+}  // namespace ember
