@@ -27,6 +27,15 @@ constexpr uint64_t kMixKey = 0x3117;
 
 int64_t default_predictor_rank(int64_t dim) { return std::max<int64_t>(32, dim / 8); }
 
+int64_t predictor_directions(int64_t rank) {
+  constexpr int64_t kBlock = 32;  // the Q8_0 / Q4_0 block
+  return (rank >= 2 * kBlock ? rank - kBlock : rank - 1) / 2;
+}
+
+float predictor_constant(int64_t rank) {
+  return 2.0f * std::sqrt(static_cast<float>(predictor_directions(rank)) / 3.0f);
+}
+
 float channel_gain(int64_t dim) {
   // The bias weight of a neuron firing with probability ~1e-3 is about 3 sigma; with
   // gain * kChannelValue = sqrt(3 dim) it equals 3 / sqrt(3 dim) = sqrt(3) / sqrt(dim), the
@@ -84,7 +93,7 @@ std::vector<double> target_frequencies(const SparseParams& p, int32_t layer) {
 }
 
 void gate_basis(const SparseParams& p, uint64_t seed, int32_t layer, std::vector<float>& b) {
-  const int64_t k = p.predictor_rank - 1, dim = p.dim;
+  const int64_t k = predictor_directions(p.predictor_rank), dim = p.dim;
   b.assign(static_cast<size_t>(k * dim), 0.0f);
   // std 1/sqrt(dim): each (B h)_j then has about the spread of one ordinary pre-activation.
   const float half = std::sqrt(3.0f / static_cast<float>(dim));
@@ -96,7 +105,7 @@ void gate_basis(const SparseParams& p, uint64_t seed, int32_t layer, std::vector
 }
 
 void gate_mix_row(const SparseParams& p, uint64_t seed, int32_t layer, int64_t neuron, float* a) {
-  const int64_t k = p.predictor_rank - 1;
+  const int64_t k = predictor_directions(p.predictor_rank);
   // std 1/sqrt(k): A_i . (B h) has unit spread, like an ordinary gate row.
   fill_uniform_row(layer_key(seed, layer, kMixKey) + static_cast<uint64_t>(neuron),
                    std::sqrt(3.0f / static_cast<float>(k)), a, k);

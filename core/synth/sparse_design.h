@@ -12,8 +12,12 @@
 // - Gate row i puts a negative weight on that channel: a per-neuron bias chosen so that the gate
 //   is positive with probability target_frequency(i) (a power law over a per-layer permutation of
 //   the neurons), given the spread of the rest of the pre-activation.
-// - The rest of each gate row is low rank plus a little noise, G = A B + E, so a predictor
-//   fc2 relu(fc1 x) of rank `predictor_rank` recovers the gate's sign (see predictor rows).
+// - The rest of each gate row is low rank plus a little noise, G = A B + E, with as many
+//   directions (rows of B) as a predictor fc2 relu(fc1 x) of rank `predictor_rank` can pass
+//   exactly: fc1 holds +B_j and -B_j and fc2 +A_ij and -A_ij, and relu(z) - relu(-z) = z, so the
+//   score is A_i B x with no large terms that cancel (whose rounding a quantized predictor would
+//   amplify). The per-neuron constant comes from one fc1 row that reads the bias channel alone,
+//   in an fc2 block of its own (see predictor_directions).
 // - dReLU: the up rows get a positive bias (relu(up) > 0 for ~kUpActiveFraction of tokens); the
 //   gate's target frequency is divided by it, so the product fires at target_frequency(i).
 #include <cstdint>
@@ -31,7 +35,6 @@ inline constexpr double kPowerLawExponent = 1.5;   // f ~ (rank / n_ff + kPowerL
 inline constexpr double kPowerLawOffset = 0.01;
 inline constexpr double kUpActiveFraction = 0.9;   // dReLU: P(up > 0)
 inline constexpr float kGateNoise = 0.1f;          // |E| relative to |A B| in gate rows
-inline constexpr float kPredictorShift = 6.0f;     // keeps fc1's low-rank outputs positive
 inline constexpr double kSlowFrequencyMin = 0.01;  // embedding's slow part: cycles per token
 inline constexpr double kSlowFrequencyMax = 0.06;
 inline constexpr float kPredictorMargin = 0.1f;    // in units of the gate's spread: recall over precision
@@ -42,7 +45,7 @@ struct SparseParams {
   int64_t dim = 0;
   int64_t n_ff = 0;
   int64_t n_layers = 0;
-  int64_t predictor_rank = 0;  // rows of fc1: rank - 1 low-rank directions + 1 constant row
+  int64_t predictor_rank = 0;  // rows of fc1: 2 per low-rank direction, 1 constant row, padding
   bool predictor = false;
   bool down_transposed = false;
   // How far above the gate's low-rank part (in units of the gate's spread) the predictor's
@@ -53,6 +56,21 @@ struct SparseParams {
 
 // Rank used when the option says 0: n_embd / 8 (a multiple of 32, since n_embd is of 256).
 int64_t default_predictor_rank(int64_t dim);
+
+// The predictor's layout for rank r: fc1 rows [0, K) are +B_j, rows [K, 2K) are -B_j, row 2K
+// reads the bias channel alone (the constant), rows after it are zero. K = (r - 32) / 2 when
+// r >= 64, so that for r a multiple of 32 the constant's fc2 column starts a 32-element block of
+// its own: in Q8_0 / Q4_0 a block's scale follows its largest value, and a lone non-zero value
+// is stored exactly up to the F16 rounding of the scale (2^-11), so the constant neither coarsens the A_i values nor is rounded by them.
+// Smaller ranks (the tiny preset's 32) share the block: K = (r - 1) / 2. K is also the number of
+// low-rank directions of the gates, which the predictor therefore reproduces up to E.
+int64_t predictor_directions(int64_t rank);
+inline int64_t predictor_constant_row(int64_t rank) { return 2 * predictor_directions(rank); }
+
+// What fc1's constant row outputs: 2 sqrt(K / 3), so that a typical neuron's constant
+// coefficient in fc2 (its bias, ~2 gate spreads, divided by this) is about as large as its
+// largest direction coefficient sqrt(3 / K); that matters only where the block is shared.
+float predictor_constant(int64_t rank);
 
 // Weight of the bias channel in ffn_norm: large enough that the per-neuron biases in the gate
 // rows stay within the range of the other weights (so quantization treats them well).
@@ -69,8 +87,8 @@ std::vector<double> target_frequencies(const SparseParams& p, int32_t layer);
 // beta with P(Z > beta) = p for a standard normal Z (p in (0, 1)).
 double normal_upper_quantile(double p);
 
-// The low-rank factors of a layer's gate: B (rank-1 rows of length dim, zero on the bias channel)
-// and row i of A (rank-1 values). Deterministic in (seed, layer, row).
+// The low-rank factors of a layer's gate: B (K = predictor_directions rows of length dim, zero on
+// the bias channel) and row i of A (K values). Deterministic in (seed, layer, row).
 void gate_basis(const SparseParams& p, uint64_t seed, int32_t layer, std::vector<float>& b);
 void gate_mix_row(const SparseParams& p, uint64_t seed, int32_t layer, int64_t neuron, float* a);
 

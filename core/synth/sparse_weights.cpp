@@ -62,7 +62,7 @@ GateContext gate_context(const TensorSpec& spec, uint64_t seed, bool need_basis)
   const auto& p = spec.sparse;
   if (need_basis) {
     gate_basis(p, seed, spec.layer, c.basis);
-    c.basis_norm2.resize(static_cast<size_t>(p.predictor_rank - 1));
+    c.basis_norm2.resize(static_cast<size_t>(predictor_directions(p.predictor_rank)));
     for (size_t j = 0; j < c.basis_norm2.size(); ++j) {
       const double n = norm_without_channel(c.basis.data() + j * static_cast<size_t>(p.dim), p.dim);
       c.basis_norm2[j] = n * n;
@@ -89,7 +89,7 @@ float bias_weight(double p_fire, double norm, const GateContext& c) {
 float gate_noise_and_bias(const TensorSpec& gate, uint64_t seed, const GateContext& c, int64_t i, float* e_row,
                           float* mix, double* norm_out) {
   const auto& p = gate.sparse;
-  const int64_t k = p.predictor_rank - 1;
+  const int64_t k = predictor_directions(p.predictor_rank);
   gate_mix_row(p, seed, gate.layer, i, mix);
   TensorSpec noise = gate;
   noise.std_scale = kGateNoise;
@@ -109,7 +109,7 @@ float gate_noise_and_bias(const TensorSpec& gate, uint64_t seed, const GateConte
 void gate_rows(const TensorSpec& gate, uint64_t seed, const GateContext& c, int64_t begin, int64_t end, float* out) {
   constexpr int64_t kRowBlock = 8;
   const auto& p = gate.sparse;
-  const int64_t k = p.predictor_rank - 1, dim = p.dim;
+  const int64_t k = predictor_directions(p.predictor_rank), dim = p.dim;
   std::vector<float> mix(static_cast<size_t>(kRowBlock * k));
   float bias[kRowBlock];
   for (int64_t b0 = begin; b0 < end; b0 += kRowBlock) {
@@ -196,7 +196,7 @@ bool drawn_by_sparse_design(TensorRole role) {
 void generate_sparse_rows(const TensorSpec& spec, uint64_t seed, uint64_t row_begin, uint64_t row_end, float* out) {
   const auto& p = spec.sparse;
   const auto n = static_cast<int64_t>(spec.ne[0]);
-  const int64_t k = p.predictor_rank - 1;
+  const int64_t k = predictor_directions(p.predictor_rank);
   GateContext ctx;
   if (spec.role == TensorRole::FfnGate || spec.role == TensorRole::FfnUp || spec.role == TensorRole::PredictorFc1 ||
       spec.role == TensorRole::PredictorFc2)
@@ -241,36 +241,39 @@ void generate_sparse_rows(const TensorSpec& spec, uint64_t seed, uint64_t row_be
         for (int64_t d = 0; d < n; ++d) row[d] = down_value(spec, seed, d, ri);
         break;
       case TensorRole::PredictorFc1: {
-        // Rows j < rank-1: B_j scaled by ffn_norm's weights (the predictor reads the residual stream
-        // before the norm) plus a constant shift through the bias channel that keeps the row's output
-        // positive, so relu passes it unchanged. Last row: the bias channel alone (outputs 1).
+        // Rows j < K: B_j scaled by ffn_norm's weights (the predictor reads the residual stream
+        // before the norm); rows K + j: the same negated, so relu(z_j) - relu(-z_j) = z_j passes
+        // the low-rank outputs whatever their sign. Row 2K: the bias channel alone (outputs the
+        // constant c). Any later rows (padding of the constant's block) are zero.
         for (int64_t d = 0; d < n; ++d) row[d] = 0.0f;
-        if (ri < k) {
-          const float* b = ctx.basis.data() + ri * p.dim;
-          for (int64_t d = 0; d < n; ++d) row[d] = b[d] * norm_weights[static_cast<size_t>(d)];
-          row[kBiasChannel] = kPredictorShift / kChannelValue;
-        } else {
-          row[kBiasChannel] = 1.0f / kChannelValue;
+        if (ri < 2 * k) {
+          const float sign = ri < k ? 1.0f : -1.0f;
+          const float* b = ctx.basis.data() + (ri % k) * p.dim;
+          for (int64_t d = 0; d < n; ++d) row[d] = sign * b[d] * norm_weights[static_cast<size_t>(d)];
+        } else if (ri == predictor_constant_row(p.predictor_rank)) {
+          row[kBiasChannel] = predictor_constant(p.predictor_rank) / kChannelValue;
         }
         break;
       }
       case TensorRole::PredictorFc2: {
-        // score_i = A_i . (B w x + shift) + last = rms(x) * (low-rank part of gate_i) + bias term,
-        // which has the sign of the gate up to its noise E; the margin (in units of the gate's
-        // spread) trades precision for recall.
+        // score_i = A_i . (B w x) + coef * c = rms(x) * (low-rank part of gate_i) + bias term, which
+        // has the sign of the gate up to its noise E; the margin (in units of the gate's spread)
+        // trades precision for recall. Every value is of the size of the A_ij: nothing cancels.
         scratch.resize(static_cast<size_t>(p.dim));
         mix.resize(static_cast<size_t>(k));
         double gate_norm = 0.0;
         const float bias = gate_noise_and_bias(sibling(spec, "ffn_gate.weight", TensorRole::FfnGate,
                                                        {static_cast<uint64_t>(p.dim), static_cast<uint64_t>(p.n_ff)}),
                                                seed, ctx, ri, scratch.data(), mix.data(), &gate_norm);
-        double sum_a = 0.0;
+        for (int64_t c = 0; c < n; ++c) row[c] = 0.0f;
         for (int64_t j = 0; j < k; ++j) {
           row[j] = mix[static_cast<size_t>(j)];
-          sum_a += mix[static_cast<size_t>(j)];
+          row[k + j] = -mix[static_cast<size_t>(j)];
         }
-        row[k] = static_cast<float>(-kPredictorShift * sum_a + bias * ctx.channel_input +
-                                    p.predictor_margin * gate_norm * ctx.spread_scale);
+        const double constant_term =
+            static_cast<double>(bias) * ctx.channel_input + p.predictor_margin * gate_norm * ctx.spread_scale;
+        row[predictor_constant_row(p.predictor_rank)] =
+            static_cast<float>(constant_term / predictor_constant(p.predictor_rank));
         break;
       }
       default: draw_plain_row(spec, seed, r, row); break;

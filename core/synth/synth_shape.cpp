@@ -49,9 +49,10 @@ std::vector<TensorSpec> model_tensors(const ModelShape& s, SparseParams sparse) 
   if (sparse.enabled()) {
     sparse.dim = s.dim, sparse.n_ff = s.ffn_dim, sparse.n_layers = s.n_layers;
     if (sparse.predictor_rank <= 0) sparse.predictor_rank = default_predictor_rank(s.dim);
-    if (sparse.predictor_rank < 2 || sparse.predictor_rank > s.dim)
+    // 3: one low-rank direction (two fc1 rows) and the constant row (predictor_directions).
+    if (sparse.predictor_rank < 3 || sparse.predictor_rank > s.dim)
       throw std::invalid_argument("synth: predictor rank " + std::to_string(sparse.predictor_rank) +
-                                  " is outside [2, n_embd = " + std::to_string(s.dim) + "]");
+                                  " is outside [3, n_embd = " + std::to_string(s.dim) + "]");
   } else {
     sparse = SparseParams{};
   }

@@ -29,8 +29,9 @@ std::string temp_path(const std::string& name) {
 }
 
 std::string write_model(const std::string& name, FfnActivation act, GgmlType type, bool predictor,
-                        bool down_t = false, int64_t rank = 0) {
+                        bool down_t = false, int64_t rank = 0, GgmlType predictor_type = GgmlType::F16) {
   SynthOptions o;
+  o.predictor_type = predictor_type;
   o.preset = "tiny";
   o.type = type;
   o.seed = 3;
@@ -224,6 +225,29 @@ TEST_CASE("drelu and relu synth models are ~90% sparse, power-law, and predictab
       CHECK(s.recall >= 0.95);
       CHECK(s.precision >= 0.5);
       CHECK(s.jaccard_next > s.jaccard_far + 0.05);  // locality: neighbours share active neurons
+    }
+    std::filesystem::remove(path);
+  }
+}
+
+// Quantized predictors: nothing in fc1 / fc2 cancels, and the constant sits in a 32-block of its
+// own (rank 64) or shares one (rank 32), so Q8_0 keeps the F16 predictor's recall and Q4_0 nearly.
+TEST_CASE("quantized predictors keep their recall") {
+  struct Case { GgmlType type; int64_t rank; double min_recall; };
+  for (const Case& c : {Case{GgmlType::Q8_0, 32, 0.97}, Case{GgmlType::Q8_0, 64, 0.97}, Case{GgmlType::Q4_0, 32, 0.95},
+                       Case{GgmlType::Q4_0, 64, 0.95}}) {
+    CAPTURE(type_name(c.type));
+    CAPTURE(c.rank);
+    const auto path = write_model("qpred.gguf", FfnActivation::DReLU, GgmlType::Q4_0, true, false, c.rank, c.type);
+    const auto f = gguf::GgufFile::open(path);
+    CHECK(f.find_tensor("blk.0.fc2.weight")->type == c.type);
+    const auto tr = test::trace_ffn(f, chain_text(160, 1024));
+    for (size_t l = 0; l < tr.gate.size(); ++l) {
+      const auto s = layer_stats(tr, l, true);
+      MESSAGE(type_name(c.type) << " predictor, rank " << c.rank << ", layer " << l << ": recall " << s.recall
+                                << ", precision " << s.precision);
+      CHECK(s.recall >= c.min_recall);
+      CHECK(s.precision >= 0.5);
     }
     std::filesystem::remove(path);
   }
