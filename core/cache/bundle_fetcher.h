@@ -1,0 +1,168 @@
+#pragma once
+// Brings one layer's active bundles into the neuron cache and hands them to the caller as they
+// become available: resident bundles (hits) at once, missing ones as their reads complete, so the
+// caller computes the resident neurons while the reads are in flight.
+//
+// Per fetch: split the active list into hits and misses (NeuronCache::find), claim a cache slot per
+// miss, coalesce the misses' byte extents (sorted by offset: neighbouring cold bundles merge into
+// one read, io::coalesce_reads) and submit the reads in one batch into an aligned staging buffer
+// (O_DIRECT cannot read a bundle's unaligned extent into a slot directly); each completed read's
+// bundles are copied into their slots and committed. A batch bigger than the staging buffer or the
+// reader's capacity goes out in windows, one after the other.
+//
+// Failures: a failed read abandons its claimed slots; the fetcher finishes harvesting what is in
+// flight (the kernel must not write into reused memory), abandons the claims of reads never
+// submitted, and throws FetchError naming the file, offset and length. The cache stays consistent;
+// the next fetch works.
+//
+// Everything is preallocated at construction for `max_active` neurons: a fetch allocates nothing
+// (except the message of an error). Not thread-safe; the reader must not be used by anyone else
+// while a fetch is in progress.
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/cache/fetch_error.h"
+#include "core/cache/neuron_cache.h"
+#include "io/batch_reader.h"
+#include "io/file.h"
+#include "io/read_coalescer.h"
+
+namespace ember::io {
+class DirectFile;
+}
+
+namespace ember::cache {
+
+struct BundleFetcherOptions {
+  uint32_t max_active = 0;              // most neurons in one fetch (> 0)
+  uint32_t max_read_bytes = 128 << 10;  // coalescing stops here (io::CoalesceOptions)
+  uint32_t max_gap_bytes = 0;           // unwanted bytes a merged read may bridge
+  // Staging buffer bytes; 0: room for max_active missing bundles in one window, capped at 16 MiB
+  // (and never below the largest single read).
+  uint64_t staging_bytes = 0;
+  // Register the staging buffer as the reader's arena (io_uring fixed buffers: no page pinning per
+  // read). A refusal (RLIMIT_MEMLOCK) is not an error: warning() says so.
+  bool register_staging = true;
+};
+
+// One bundle handed to the caller: valid until the cache's next begin_step().
+struct FetchedBundle {
+  uint32_t index = 0;   // position in the active list (for computing in list order)
+  uint32_t neuron = 0;  // bundle number in the layer
+  const uint8_t* data = nullptr;
+};
+
+struct FetcherStats {
+  static constexpr int kLatencyBuckets = 24;
+  uint64_t fetches = 0;
+  uint64_t bundles_resident = 0;  // handed out from the cache
+  uint64_t bundles_read = 0;      // read from the file and committed
+  uint64_t reads = 0;             // read requests submitted
+  uint64_t bytes_read = 0;        // bytes the completed reads delivered
+  uint64_t bytes_wanted = 0;      // bundle bytes those reads were for
+  uint64_t bytes_wasted = 0;      // coalescing and alignment overhead (io::CoalesceStats)
+  uint64_t io_wait_ns = 0;        // time blocked in BatchReader::harvest
+  uint64_t failed_reads = 0;
+  // Read latency (submit -> harvest) in microseconds: bucket b counts [2^b, 2^(b+1)), bucket 0 also
+  // below 1 us, the last bucket everything above.
+  std::array<uint64_t, kLatencyBuckets> latency_us_log2{};
+};
+
+class BundleFetcher {
+ public:
+  // `cache`, `reader` and `file` must outlive the fetcher; `reader` reads `file`. Throws
+  // std::invalid_argument for bad options.
+  BundleFetcher(NeuronCache& cache, io::BatchReader& reader, const io::DirectFile& file,
+                const BundleFetcherOptions& options);
+  ~BundleFetcher();  // cancels a fetch in progress (waits for its reads)
+  BundleFetcher(const BundleFetcher&) = delete;
+  BundleFetcher& operator=(const BundleFetcher&) = delete;
+
+  // Starts fetching layer `layer`'s bundles `active` (any order, no duplicates) from the bundle
+  // tensor at file offset `tensor_offset` (bundle k at tensor_offset + k * bundle_bytes). Looks up
+  // every bundle (pinning hits for the cache's current step), claims slots for the misses and
+  // submits their reads. Cancels an unfinished earlier fetch. Throws std::invalid_argument for a bad
+  // layer, neuron, duplicate, list longer than max_active or tensor outside the file; FetchError
+  // when the cache has no slot left for this step or the reader refuses the batch. Nothing is
+  // claimed after a throw.
+  void begin(uint32_t layer, std::span<const int32_t> active, uint64_t tensor_offset);
+  // The bundles that were resident at begin() (valid until the next begin()).
+  std::span<const FetchedBundle> resident() const { return {resident_.data(), n_resident_}; }
+  // Waits for at least one outstanding read and returns the bundles it delivered (valid until the
+  // next call); empty when every missing bundle has been delivered. Throws FetchError on a failed
+  // read (after draining, see above).
+  std::span<const FetchedBundle> next_arrivals();
+  bool in_progress() const { return active_; }
+  // Abandons the rest of a fetch: waits for the reads in flight, gives back every unfilled claim.
+  void cancel();
+
+  // begin(), then f(const FetchedBundle&) for every resident bundle, then for each arrival.
+  // If f throws, the fetch is cancelled and the exception passed on.
+  template <class F>
+  void fetch(uint32_t layer, std::span<const int32_t> active, uint64_t tensor_offset, F&& f) {
+    begin(layer, active, tensor_offset);
+    try {
+      for (const FetchedBundle& b : resident()) f(b);
+      for (auto arrived = next_arrivals(); !arrived.empty(); arrived = next_arrivals()) {
+        for (const FetchedBundle& b : arrived) f(b);
+      }
+    } catch (...) {
+      cancel();
+      throw;
+    }
+  }
+
+  const FetcherStats& stats() const { return stats_; }
+  void reset_stats() { stats_ = {}; }
+  uint64_t staging_bytes() const { return staging_.size(); }
+  // Empty, or why the staging buffer could not be registered with the reader.
+  const std::string& warning() const { return warning_; }
+
+ private:
+  struct Missing {
+    uint32_t neuron = 0;
+    uint32_t index = 0;
+    uint8_t* slot = nullptr;
+    bool settled = false;  // committed or abandoned
+  };
+
+  void submit_window();
+  void settle_read(const io::ReadCompletion& completion);
+  void abandon_unsettled();
+  void drain_in_flight();
+  [[noreturn]] void fail_after_drain();
+
+  NeuronCache& cache_;
+  io::BatchReader& reader_;
+  const io::DirectFile& file_;
+  BundleFetcherOptions options_;
+  io::AlignedBuffer staging_;
+  std::string warning_;
+
+  // Per fetch (preallocated to max_active).
+  std::vector<FetchedBundle> resident_;
+  std::vector<FetchedBundle> arrivals_;
+  std::vector<Missing> missing_;
+  std::vector<io::Extent> extents_;
+  std::vector<io::CoalescedRead> reads_;
+  std::vector<io::ExtentPlacement> placements_;
+  std::vector<uint32_t> read_first_;      // extents of read r: [read_first_[r], read_first_[r + 1])
+  std::vector<uint64_t> read_staging_;    // staging offset of read r (in the current window)
+  std::vector<io::ReadRequest> requests_;
+  std::vector<io::ReadCompletion> completions_;  // reader capacity
+  size_t n_resident_ = 0, n_missing_ = 0, n_reads_ = 0, n_arrivals_ = 0;
+  size_t next_read_ = 0;  // first read not yet submitted
+  size_t in_flight_ = 0;
+  uint32_t layer_ = 0;
+  uint64_t bundle_bytes_ = 0;
+  bool active_ = false;
+  bool failed_ = false;
+  std::string failure_;  // the first failed read's message
+  int64_t window_start_ns_ = 0;
+  FetcherStats stats_;
+};
+
+}  // namespace ember::cache
