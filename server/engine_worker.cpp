@@ -83,6 +83,10 @@ EngineWorker::EngineWorker(std::unique_ptr<Model> model, const EngineOptions& op
     kv_cache_bytes_ += slots_.back()->ctx.kv_cache_bytes();
   }
   n_ctx_ = slots_.front()->ctx.n_ctx();
+  const SparseOptions& sparse = options.context.sparse;
+  metrics_.sparse_counted = sparse.mode != SparseOptions::Mode::Dense || sparse.diagnostics;
+  metrics_.sparse_diagnostics = sparse.diagnostics;
+  metrics_.sparse_mode = sparse_mode_name(sparse.mode);
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -133,6 +137,17 @@ void EngineWorker::stop() {
 void EngineWorker::publish_locked() {
   add_counters(metrics_, unpublished_);
   unpublished_ = EngineMetrics{};
+  if (!metrics_.sparse_counted) return;
+  // The contexts' counters are cumulative since construction (nothing here resets them), so the
+  // sum is the total; n_layer * slots additions per round, no allocation.
+  SparseLayerStats total;
+  uint64_t tokens = 0;
+  for (const auto& slot : slots_) {
+    total += slot->ctx.sparse_totals();
+    if (!slot->ctx.sparse_stats().empty()) tokens += slot->ctx.sparse_stats().front().tokens;
+  }
+  metrics_.sparse_totals = total;
+  metrics_.sparse_decode_tokens = tokens;
 }
 
 void EngineWorker::loop() {

@@ -62,6 +62,14 @@ struct EngineMetrics {
   uint64_t generated_tokens = 0;
   double prefill_seconds = 0;     // time spent evaluating prompts
   double decode_seconds = 0;      // time spent evaluating and sampling generated tokens
+  // Sparse FFN of decode steps (core/sparse), counted when the mode is not dense or diagnostics
+  // are on (`sparse_counted`): every slot's InferenceContext::sparse_totals() summed, as of the
+  // engine's last round of steps. sparse_mode is a static string (sparse_mode_name()).
+  bool sparse_counted = false;
+  bool sparse_diagnostics = false;  // truly_active / true_positive are meaningful
+  const char* sparse_mode = "dense";
+  uint64_t sparse_decode_tokens = 0;  // decode steps (sparse_totals.tokens counts them once per layer)
+  SparseLayerStats sparse_totals;
 };
 
 struct EngineOptions {
@@ -110,7 +118,8 @@ class EngineWorker {
   void finish(Slot& slot, std::exception_ptr error);
   // Moves what the slot's generator did since the last call into unpublished_.
   void account(Slot& slot);
-  // Adds the engine thread's not yet published counters to metrics_ (under mu_).
+  // Adds the engine thread's not yet published counters to metrics_ (under mu_), and copies the
+  // slots' sparse counters (engine thread only: the contexts are not touched by anyone else).
   void publish_locked();
 
   std::unique_ptr<Model> model_;

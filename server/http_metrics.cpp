@@ -81,6 +81,47 @@ void metric(std::string& out, const char* name, const char* type, const char* he
 
 std::string u(uint64_t v) { return std::to_string(v); }
 
+double seconds(uint64_t ns) { return static_cast<double>(ns) * 1e-9; }
+
+// The sparse FFN's counters (only when the engine collects them: a sparse mode or diagnostics),
+// all slots and layers together, decode steps only. The mode is a label of a constant info
+// metric, so a dashboard can tell which mode the numbers belong to.
+void render_sparse(std::string& out, const EngineMetrics& e) {
+  const SparseLayerStats& s = e.sparse_totals;
+  family(out, "ember_sparse_info", "gauge", "Sparse FFN mode of decode steps (value always 1).");
+  out += "ember_sparse_info{mode=\"";
+  out += e.sparse_mode;  // one of the fixed names from sparse_mode_name(): nothing to escape
+  out += "\"} 1\n";
+  metric(out, "ember_sparse_decode_tokens_total", "counter", "Decode steps run with the sparse FFN counters on.",
+         u(e.sparse_decode_tokens));
+  metric(out, "ember_sparse_ffn_neurons_total", "counter",
+         "FFN neurons a dense FFN would have computed in those steps (tokens x layers x n_ff).", u(s.neurons));
+  metric(out, "ember_sparse_ffn_active_neurons_total", "counter",
+         "FFN neurons the sparse FFN computed (predicted or selected active).", u(s.active));
+  metric(out, "ember_sparse_ffn_active_fraction", "gauge",
+         "Share of FFN neurons computed since start (active / neurons; 1 - sparsity).", number(s.active_fraction()));
+  metric(out, "ember_sparse_attention_seconds_total", "counter",
+         "Seconds of decode steps spent in attention (norm, q/k/v, attention, output projection).",
+         number(seconds(s.attention_ns)));
+  metric(out, "ember_sparse_predictor_seconds_total", "counter",
+         "Seconds of decode steps spent choosing the active neurons (predictor or threshold selection).",
+         number(seconds(s.predictor_ns)));
+  metric(out, "ember_sparse_ffn_seconds_total", "counter", "Seconds of decode steps spent in the FFN proper.",
+         number(seconds(s.ffn_ns)));
+  if (!e.sparse_diagnostics) return;
+  metric(out, "ember_sparse_diagnostics_seconds_total", "counter",
+         "Seconds spent on the dense gate/up computed only to measure recall and precision.",
+         number(seconds(s.diagnostics_ns)));
+  metric(out, "ember_sparse_ffn_true_active_fraction", "gauge",
+         "Share of FFN neurons truly active (non-zero activation) since start.", number(s.true_active_fraction()));
+  metric(out, "ember_sparse_recall", "gauge",
+         "Share of the truly active neurons that were computed since start (1 when none was active).",
+         number(s.recall()));
+  metric(out, "ember_sparse_precision", "gauge",
+         "Share of the computed neurons that were truly active since start (1 when none was computed).",
+         number(s.precision()));
+}
+
 }  // namespace
 
 std::string render_prometheus(const MetricsSnapshot& m) {
@@ -130,6 +171,7 @@ std::string render_prometheus(const MetricsSnapshot& m) {
   metric(out, "ember_slots", "gauge", "Sequences the engine generates together.", std::to_string(e.slots));
   metric(out, "ember_kv_cache_bytes", "gauge", "Bytes of KV cache, all slots.", u(e.kv_cache_bytes));
   metric(out, "ember_model_bytes", "gauge", "Bytes of model weights resident (mapped or read).", u(e.model_bytes));
+  if (e.sparse_counted) render_sparse(out, e);
   return out;
 }
 

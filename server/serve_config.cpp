@@ -2,6 +2,8 @@
 
 #include <cerrno>
 #include <charconv>
+#include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <limits>
@@ -22,7 +24,7 @@ struct BadValue : std::runtime_error {
 };
 
 // How an environment variable's text becomes JSON for the setting's own parser.
-enum class Kind { Int, Bool, String, StringList };
+enum class Kind { Int, Number, Bool, String, StringList };
 
 std::string shown(const json& v) {
   std::string s = v.dump();
@@ -77,6 +79,30 @@ std::vector<std::string> string_list(const json& v, Check check) {
   }
   return out;
 }
+
+// A finite number (integers are fine: 1 means 1.0).
+double number_value(const json& v) {
+  if (!v.is_number()) throw BadValue("must be a number, got " + shown(v));
+  const double x = v.get<double>();
+  if (!std::isfinite(x)) throw BadValue("must be a finite number, got " + shown(v));
+  return x;
+}
+
+std::string sparse_mode_value(const json& v) {
+  std::string s = string_value(v);
+  SparseOptions::Mode mode;
+  if (!parse_sparse_mode(s.c_str(), &mode))  // core's parser: exactly the names the engine knows
+    throw BadValue("must be one of " + sparse_mode_names() + ", got " + shown(v));
+  return s;
+}
+
+double sparsity_value(const json& v) {
+  const double x = number_value(v);
+  if (x < 0.0 || x > kMaxTargetSparsity) throw BadValue("must be from 0 (off) to 0.99, got " + shown(v));
+  return x;
+}
+
+json optional_number(double x) { return std::isnan(x) ? json(nullptr) : json(x); }
 
 std::string chat_template_value(const json& v) {
   std::string s = string_value(v);
@@ -170,6 +196,24 @@ constexpr Setting kSettings[] = {
     {"engine", "prefix_reuse", "EMBER_PREFIX_REUSE", Kind::Bool,
      [](ServeConfig& c, const json& v) { c.reuse_prefix = boolean(v); },
      [](const ServeConfig& c) -> json { return c.reuse_prefix; }},
+    // sparse FFN of decode steps
+    {"sparse", "mode", "EMBER_SPARSE", Kind::String,
+     [](ServeConfig& c, const json& v) { c.sparse_mode = sparse_mode_value(v); },
+     [](const ServeConfig& c) -> json { return c.sparse_mode; }},
+    {"sparse", "threshold", "EMBER_SPARSE_THRESHOLD", Kind::Number,
+     [](ServeConfig& c, const json& v) {
+       c.sparse_threshold = v.is_null() ? std::numeric_limits<double>::quiet_NaN() : number_value(v);
+     },
+     [](const ServeConfig& c) -> json { return optional_number(c.sparse_threshold); }},
+    {"sparse", "sparsity", "EMBER_SPARSITY", Kind::Number,
+     [](ServeConfig& c, const json& v) { c.sparsity = sparsity_value(v); },
+     [](const ServeConfig& c) -> json { return c.sparsity; }},
+    {"sparse", "profile", "EMBER_SPARSE_PROFILE", Kind::String,
+     [](ServeConfig& c, const json& v) { c.sparse_profile = string_value(v); },
+     [](const ServeConfig& c) -> json { return c.sparse_profile; }},
+    {"sparse", "stats", "EMBER_SPARSE_STATS", Kind::Bool,
+     [](ServeConfig& c, const json& v) { c.sparse_stats = boolean(v); },
+     [](const ServeConfig& c) -> json { return c.sparse_stats; }},
     // server
     {"server", "host", "EMBER_HOST", Kind::String,
      [](ServeConfig& c, const json& v) { c.server.host = token(v, "address"); },
@@ -240,7 +284,7 @@ constexpr Setting kSettings[] = {
      [](const ServeConfig& c) -> json { return c.server.allowed_hosts; }},
 };
 
-constexpr const char* kSections[] = {"model", "engine", "server", "limits", "security"};
+constexpr const char* kSections[] = {"model", "engine", "sparse", "server", "limits", "security"};
 
 std::string full_key(const Setting& s) { return std::string(s.section) + "." + s.key; }
 
@@ -277,6 +321,15 @@ json env_value(Kind kind, const std::string& text) {
       const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), x);
       if (t.empty() || ec != std::errc() || end != t.data() + t.size())
         throw BadValue("must be an integer, got \"" + text + "\"");
+      return x;
+    }
+    case Kind::Number: {
+      const std::string t = trim(text);
+      char* end = nullptr;
+      errno = 0;
+      const double x = t.empty() ? 0.0 : std::strtod(t.c_str(), &end);
+      if (t.empty() || errno == ERANGE || end != t.c_str() + t.size() || !std::isfinite(x))
+        throw BadValue("must be a number, got \"" + text + "\"");
       return x;
     }
     case Kind::Bool: {
@@ -319,7 +372,7 @@ void apply_config_json(ServeConfig& config, const json& document, const std::str
     for (const char* s : kSections) known_section = known_section || section == s;
     if (!known_section)
       throw std::runtime_error(source + ": unknown section \"" + section +
-                               "\" (sections: model, engine, server, limits, security)");
+                               "\" (sections: model, engine, sparse, server, limits, security)");
     if (!body.is_object()) throw std::runtime_error(source + ": " + section + " must be an object, got " + shown(body));
     for (const auto& [key, value] : body.items()) {
       const Setting* found = nullptr;
@@ -385,6 +438,26 @@ void check_config(const ServeConfig& config) {
     listen_specs(config.server);
   } catch (const std::invalid_argument& e) {
     throw std::runtime_error(e.what());
+  }
+  sparse_options(config);
+}
+
+SparseSettings sparse_settings(const ServeConfig& config) {
+  SparseSettings s;
+  s.mode = config.sparse_mode;
+  s.threshold = config.sparse_threshold;
+  s.sparsity = config.sparsity > 0.0 ? config.sparsity : -1.0;  // 0 is "off", not "skip nothing"
+  s.diagnostics = config.sparse_stats;
+  s.profile = !config.sparse_profile.empty();
+  return s;
+}
+
+SparseOptions sparse_options(const ServeConfig& config) {
+  try {
+    return resolve_sparse_settings(sparse_settings(config),
+                                   {"sparse.mode", "sparse.threshold", "sparse.sparsity", "sparse.profile"});
+  } catch (const SparseSettingsError& e) {
+    throw std::runtime_error("sparse settings: " + e.setting + " " + e.what());
   }
 }
 

@@ -7,11 +7,13 @@
 // No Asio and no CLI11 here, so the whole merge is unit-testable.
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "core/sparse/sparse_settings.h"
 #include "server/server_state.h"
 
 namespace ember::server {
@@ -29,6 +31,13 @@ struct ServeConfig {
   size_t queue = 16;          // requests that may wait for a slot; more get 503
   int slots = 1;              // sequences generated together (`--parallel`)
   bool reuse_prefix = true;   // continue a slot's cached tokens that a new prompt shares
+  // "sparse" section: how decode steps run the FFN (core/sparse; the same rules as `ember run
+  // --sparse ...`, see core/sparse/sparse_settings.h).
+  std::string sparse_mode = "dense";  // dense, oracle, predictor, threshold
+  double sparse_threshold = std::numeric_limits<double>::quiet_NaN();  // NaN (null): the model's own
+  double sparsity = 0.0;              // 0: off; else the threshold mode skipping this fraction
+  std::string sparse_profile;         // per-layer thresholds from `ember profile`; empty: none
+  bool sparse_stats = false;          // also count recall/precision (a dense gate per token: slower)
   // "server" section (with the fields of `server` below)
   int io_threads = 1;
   // "security" section: a file of keys, read at startup and added to server.api_keys.
@@ -39,7 +48,8 @@ struct ServeConfig {
 };
 
 // Applies the keys present in `config` (a partial document is fine; absent keys keep their value).
-// The layout is {"model":{...}, "engine":{...}, "server":{...}, "limits":{...}, "security":{...}}.
+// The layout is {"model":{...}, "engine":{...}, "sparse":{...}, "server":{...}, "limits":{...},
+// "security":{...}}.
 // Throws std::runtime_error naming `source` and the key for an unknown key, a wrong type or a
 // value out of range.
 void apply_config_json(ServeConfig& config, const nlohmann::json& document, const std::string& source);
@@ -58,8 +68,15 @@ std::optional<std::string> config_file_from_environment(const GetEnv& getenv);
 void apply_environment(ServeConfig& config, const GetEnv& getenv);
 
 // Checks what no single key can (`server.tcp` false with an empty `server.listen` leaves nothing
-// to listen on). Throws std::runtime_error.
+// to listen on; sparse settings that conflict, e.g. sparse.sparsity with sparse.mode predictor).
+// Throws std::runtime_error.
 void check_config(const ServeConfig& config);
+
+// The "sparse" section as the settings core/sparse resolves (sparsity 0 becomes "not given").
+SparseSettings sparse_settings(const ServeConfig& config);
+// The sparse options the section asks for, without the profile's per-layer thresholds (those need
+// the model). Throws std::runtime_error naming the key for conflicting settings.
+SparseOptions sparse_options(const ServeConfig& config);
 
 // The merged configuration as the same JSON layout, every key present, in the order of
 // config/ember.json; API keys become "***".

@@ -7,10 +7,13 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "core/kernels/type_traits.h"
+#include "core/sparse/activation_profile.h"
+#include "core/sparse/sparse_settings.h"
 #include "server/access_control.h"
 #include "server/engine_worker.h"
 #include "server/http_server.h"
@@ -56,6 +59,11 @@ void apply_flags(server::ServeConfig& config, const CLI::App& sub, const ServeFl
   set("--queue", "engine", "queue", f.queue);
   set("--parallel", "engine", "parallel", f.parallel);
   set("--no-prefix-reuse", "engine", "prefix_reuse", !f.no_prefix_reuse);
+  set("--sparse", "sparse", "mode", m.sparse_mode);
+  set("--sparse-threshold", "sparse", "threshold", m.sparse_threshold);
+  set("--sparsity", "sparse", "sparsity", m.sparsity);
+  set("--profile", "sparse", "profile", m.profile_path);
+  set("--sparse-stats", "sparse", "stats", m.sparse_stats);
   set("--host", "server", "host", f.host);
   set("--port", "server", "port", f.port);
   set("--no-tcp", "server", "tcp", !f.no_tcp);
@@ -99,6 +107,23 @@ int serve(const server::ServeConfig& config) {
   model.batch = config.batch;
   model.no_mmap = !config.mmap;
   model.no_repack = !config.repack;
+  // The sparse section through ModelOptions, so the profile is applied exactly as `ember run` does
+  // (check_config already refused conflicting settings, with the config's key names).
+  const SparseSettings sparse = server::sparse_settings(config);
+  model.sparse_mode = sparse.mode;
+  model.sparse_threshold = sparse.threshold;
+  model.sparsity = sparse.sparsity;
+  model.sparse_stats = sparse.diagnostics;
+  model.profile_path = config.sparse_profile;
+  if (!model.profile_path.empty()) {
+    // Read it now, before binding and loading the model, so a bad file fails fast; its shape is
+    // checked against the model once that is loaded.
+    try {
+      load_activation_profile(model.profile_path);
+    } catch (const std::exception& e) {
+      throw std::runtime_error("sparse.profile " + model.profile_path + ": " + e.what());
+    }
+  }
   options.demo_model = config.model_path.empty();
   const std::string model_path = model.resolve_model_path();  // creates the demo model when needed
   options.model_id = config.alias.empty() ? std::filesystem::path(model_path).stem().string() : config.alias;
@@ -129,17 +154,35 @@ int serve(const server::ServeConfig& config) {
   std::fprintf(stderr, "ember: loading model %s\n", model_path.c_str());
   server::EngineOptions engine_options;
   engine_options.threads = config.threads;
-  engine_options.context = model.context_options();
+  std::unique_ptr<Model> loaded = Model::load(model_path, model.load_options());
+  try {
+    engine_options.context = model.context_options(*loaded);  // applies the profile's per-layer thresholds
+  } catch (const std::exception& e) {
+    if (model.profile_path.empty()) throw;
+    throw std::runtime_error("sparse.profile " + model.profile_path + ": " + e.what());
+  }
   engine_options.max_queued_jobs = config.queue;
   engine_options.slots = config.slots;
   engine_options.reuse_prefix = config.reuse_prefix;
-  engine = std::make_unique<server::EngineWorker>(Model::load(model_path, model.load_options()), engine_options);
+  try {
+    // The contexts are made here, so a sparse mode the model cannot run fails now, not at the
+    // first request.
+    engine = std::make_unique<server::EngineWorker>(std::move(loaded), engine_options);
+  } catch (const std::invalid_argument& e) {
+    if (engine_options.context.sparse.mode == SparseOptions::Mode::Dense) throw;
+    throw std::runtime_error(std::string("sparse.mode ") + sparse_mode_name(engine_options.context.sparse.mode) +
+                             " does not fit this model: " + e.what());
+  }
   http.attach(*engine);
+  const SparseOptions& so = engine_options.context.sparse;
+  const std::string sparse_note =
+      so.mode == SparseOptions::Mode::Dense ? "" : std::string(", sparse FFN ") + sparse_mode_name(so.mode);
   std::fprintf(stderr,
-               "ember: ready: model '%s' (context %lld, %d threads, %s kernels, %s chat template, %d slot%s%s)\n",
+               "ember: ready: model '%s' (context %lld, %d threads, %s kernels, %s chat template, %d slot%s%s%s)\n",
                options.model_id.c_str(), (long long)engine->n_ctx(), engine->threads(),
                kernel_set_name(active_kernel_set()), std::string(chat_template_name(http.chat_template())).c_str(),
-               config.slots, config.slots == 1 ? "" : "s", config.reuse_prefix ? ", prefix reuse" : "");
+               config.slots, config.slots == 1 ? "" : "s", config.reuse_prefix ? ", prefix reuse" : "",
+               sparse_note.c_str());
 
   http.wait_for_signal();
   std::fprintf(stderr, "ember: shutting down (grace %llds)\n", (long long)options.shutdown_grace.count());
@@ -172,6 +215,7 @@ void register_serve(CLI::App& app, int& exit_code) {
                   "Requests generated together, each with its own KV cache" + d(defaults.slots));
   sub->add_flag("--no-prefix-reuse", f->no_prefix_reuse,
                 "Start every request from an empty KV cache instead of reusing a cached common prefix");
+  f->model.add_sparse_to(*sub);  // --sparse, --sparse-threshold, --sparsity, --sparse-stats, --profile
   sub->add_option("--host", f->host, "Address to listen on (default " + defaults.server.host + ")");
   sub->add_option("--port", f->port, "Port to listen on; 0 = any free port" + d(defaults.server.port));
   sub->add_flag("--no-tcp", f->no_tcp, "Do not listen on --host/--port (only on the --listen endpoints)");

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "core/sparse/activation_profile.h"
+#include "core/sparse/sparse_settings.h"
 #include "core/synth/demo_model.h"
 
 namespace ember::cli {
@@ -82,26 +83,18 @@ ContextOptions ModelOptions::context_options_unchecked() const {
   ContextOptions o;
   o.n_ctx = ctx_size;
   o.max_batch = batch;
-  SparseOptions::Mode mode = SparseOptions::Mode::Dense;
-  if (!parse_sparse_mode(sparse_mode.c_str(), &mode)) throw CLI::ValidationError("--sparse", "unknown mode " + sparse_mode);
-  if (sparsity >= 0.0) {
-    if (mode != SparseOptions::Mode::Dense && mode != SparseOptions::Mode::Threshold) {
-      throw CLI::ValidationError("--sparsity", "is a threshold-mode setting; it cannot go with --sparse " + sparse_mode);
-    }
-    mode = SparseOptions::Mode::Threshold;
-    o.sparse.target_sparsity = static_cast<float>(sparsity);
+  // The rules live in core/sparse/sparse_settings so `ember serve` applies the same ones.
+  SparseSettings settings;
+  settings.mode = sparse_mode;
+  settings.threshold = sparse_threshold;
+  settings.sparsity = sparsity;
+  settings.diagnostics = sparse_stats;
+  settings.profile = !profile_path.empty();
+  try {
+    o.sparse = resolve_sparse_settings(settings, {"--sparse", "--sparse-threshold", "--sparsity", "--profile"});
+  } catch (const SparseSettingsError& e) {
+    throw CLI::ValidationError(e.setting, e.what());
   }
-  if (!profile_path.empty()) {
-    if (sparsity < 0.0) {
-      throw CLI::ValidationError("--profile", "calibrates the threshold mode to a target sparsity: give --sparsity X too");
-    }
-    if (!std::isnan(sparse_threshold)) {
-      throw CLI::ValidationError("--profile", "sets every layer's threshold; it cannot go with --sparse-threshold");
-    }
-  }
-  o.sparse.mode = mode;
-  o.sparse.threshold_override = static_cast<float>(sparse_threshold);
-  o.sparse.diagnostics = sparse_stats;
   return o;
 }
 

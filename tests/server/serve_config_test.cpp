@@ -11,6 +11,7 @@
 #include <string>
 
 #include "server/serve_config.h"
+#include "tests/server/config_test_support.h"
 #include "tests/support/fixtures.h"
 
 namespace {
@@ -42,29 +43,9 @@ struct TempFile {
   std::string path;
 };
 
-// A fake environment for apply_environment.
-struct Env {
-  std::map<std::string, std::string> vars;
-  ember::server::GetEnv fn() const {
-    return [this](const char* name) -> const char* {
-      auto it = vars.find(name);
-      return it == vars.end() ? nullptr : it->second.c_str();
-    };
-  }
-};
-
-// The message of the runtime_error `f` throws ("" when it does not throw).
-template <class F>
-std::string error_of(F f) {
-  try {
-    f();
-  } catch (const std::runtime_error& e) {
-    return e.what();
-  }
-  return "";
-}
-
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+using ember::server::test::contains;
+using ember::server::test::Env;
+using ember::server::test::error_of;
 
 }  // namespace
 
