@@ -5,24 +5,16 @@
 #include <stdexcept>
 
 #include "io/direct_file.h"
+#include "io/io_errors.h"
 
 namespace ember::io {
 namespace {
-
-std::string range_text(uint64_t offset, uint64_t n) {
-  std::string text = "[";
-  text += std::to_string(offset);
-  text += ", +";
-  text += std::to_string(n);
-  text += ")";
-  return text;
-}
 
 [[noreturn]] void reject(size_t index, const ReadRequest& r, const char* problem) {
   std::string msg = "read request ";
   msg += std::to_string(index);
   msg += " ";
-  msg += range_text(r.offset, r.length);
+  msg += byte_range_text(r.offset, r.length);
   msg += ": ";
   msg += problem;
   throw std::invalid_argument(msg);
@@ -31,7 +23,7 @@ std::string range_text(uint64_t offset, uint64_t n) {
 }  // namespace
 
 std::string describe_failure(const std::string& path, const ReadCompletion& c) {
-  std::string msg = path + ": read " + range_text(c.offset, c.length) + " failed: ";
+  std::string msg = path + ": read " + byte_range_text(c.offset, c.length) + " failed: ";
   if (c.result >= 0) return msg + "no failure";
   const int err = static_cast<int>(-c.result);
   if (err == ENODATA) return msg + "the file ends before the wanted bytes (truncated file?)";

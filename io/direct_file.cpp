@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "io/file.h"
+#include "io/io_errors.h"
 
 namespace ember::io {
 namespace {
@@ -16,33 +17,12 @@ namespace {
 int real_open(const char* path, int flags) { return ::open(path, flags); }
 ssize_t real_pread(int fd, void* buf, size_t n, off_t offset) { return ::pread(fd, buf, n, offset); }
 
-[[noreturn]] void fail(const std::string& path, const std::string& what, int err) {
-  std::string msg = path + ": " + what;
-  if (err != 0) msg += std::string(": ") + std::strerror(err);
-  throw IoError(msg);
-}
-
 int open_retrying(const DirectFileSyscalls& sys, const std::string& path, int flags) {
   int fd;
   do {
     fd = sys.open(path.c_str(), flags);
   } while (fd < 0 && errno == EINTR);
   return fd;
-}
-
-// The size of the regular file open at fd; closes fd and throws when it is not one.
-uint64_t regular_file_size(int fd, const std::string& path) {
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    const int err = errno;
-    ::close(fd);
-    fail(path, "fstat failed", err);
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    fail(path, "not a regular file", 0);
-  }
-  return static_cast<uint64_t>(st.st_size);
 }
 
 // One aligned read of a block at offset 0: the only reliable test of O_DIRECT, since some file
@@ -79,27 +59,27 @@ DirectFile DirectFile::open(const std::string& path, DirectMode mode, const Dire
   if (mode == DirectMode::PreferDirect) {
     fd = open_retrying(sys, path, base_flags | O_DIRECT);
     if (fd >= 0) {
-      size = regular_file_size(fd, path);  // before the probe: a directory would fail it confusingly
+      size = regular_file_size_or_close(fd, path);  // before the probe: a directory would fail it confusingly
       const int err = probe_direct_read(sys, fd);
       if (err == 0) {
         direct = true;
       } else {
         ::close(fd);
         fd = -1;
-        if (err != EINVAL) fail(path, "O_DIRECT probe read of the first block failed", err);
+        if (err != EINVAL) throw_io_error(path, "O_DIRECT probe read of the first block failed", err);
         warning = refused_warning(path, "probe read", err);
       }
     } else if (errno == EINVAL) {
       warning = refused_warning(path, "open", EINVAL);
     } else {
-      fail(path, "cannot open for reading", errno);
+      throw_io_error(path, "cannot open for reading", errno);
     }
   }
 
   if (!direct) {
     fd = open_retrying(sys, path, base_flags);
-    if (fd < 0) fail(path, "cannot open for reading", errno);
-    size = regular_file_size(fd, path);
+    if (fd < 0) throw_io_error(path, "cannot open for reading", errno);
+    size = regular_file_size_or_close(fd, path);
     // Neuron reads are scattered: readahead would fill the page cache with unwanted neighbours.
     // Advice only; a failure changes nothing that matters.
     (void)::posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);

@@ -14,26 +14,10 @@
 #include <stdexcept>
 #include <utility>
 
+#include "io/io_errors.h"
+
 namespace ember::io {
 namespace {
-
-std::string describe_errno(int err) { return std::string(std::strerror(err)); }
-
-[[noreturn]] void fail(const std::string& path, const std::string& what, int err) {
-  std::string msg = path + ": " + what;
-  if (err != 0) msg += ": " + describe_errno(err);
-  throw IoError(msg);
-}
-
-std::string range_text(uint64_t offset, uint64_t n) {
-  // Appended piecewise: g++ 12 warns falsely (-Wrestrict) on "literal" + std::to_string(...).
-  std::string text = "[";
-  text += std::to_string(offset);
-  text += ", +";
-  text += std::to_string(n);
-  text += ")";
-  return text;
-}
 
 uint64_t page_size() {
   const long p = ::sysconf(_SC_PAGESIZE);
@@ -49,19 +33,10 @@ ReadOnlyFile ReadOnlyFile::open(const std::string& path) {
   do {
     fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   } while (fd < 0 && errno == EINTR);
-  if (fd < 0) fail(path, "cannot open for reading", errno);
+  if (fd < 0) throw_io_error(path, "cannot open for reading", errno);
 
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    const int err = errno;
-    ::close(fd);
-    fail(path, "fstat failed", err);
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    fail(path, "not a regular file", 0);
-  }
-  return ReadOnlyFile(fd, static_cast<uint64_t>(st.st_size), path);
+  const uint64_t size = regular_file_size_or_close(fd, path);
+  return ReadOnlyFile(fd, size, path);
 }
 
 ReadOnlyFile::ReadOnlyFile(ReadOnlyFile&& other) noexcept
@@ -84,7 +59,7 @@ ReadOnlyFile::~ReadOnlyFile() {
 void ReadOnlyFile::read_exact(void* dst, uint64_t n, uint64_t offset) const {
   // Written as a subtraction so that offset + n can never wrap.
   if (offset > size_ || n > size_ - offset) {
-    fail(path_, "read " + range_text(offset, n) + " is outside the file of " + std::to_string(size_) + " bytes", 0);
+    throw_io_error(path_, "read " + byte_range_text(offset, n) + " is outside the file of " + std::to_string(size_) + " bytes", 0);
   }
   auto* out = static_cast<uint8_t*>(dst);
   uint64_t done = 0;
@@ -95,10 +70,10 @@ void ReadOnlyFile::read_exact(void* dst, uint64_t n, uint64_t offset) const {
     const ssize_t got = ::pread(fd_, out + done, static_cast<size_t>(want), static_cast<off_t>(offset + done));
     if (got < 0) {
       if (errno == EINTR) continue;
-      fail(path_, "pread " + range_text(offset + done, want) + " failed", errno);
+      throw_io_error(path_, "pread " + byte_range_text(offset + done, want) + " failed", errno);
     }
     if (got == 0) {
-      fail(path_, "short read " + range_text(offset, n) + ": end of file after " + std::to_string(done) +
+      throw_io_error(path_, "short read " + byte_range_text(offset, n) + ": end of file after " + std::to_string(done) +
                       " bytes (file shrank while open?)",
            0);
     }
@@ -110,7 +85,7 @@ void ReadOnlyFile::read_exact(void* dst, uint64_t n, uint64_t offset) const {
 
 MappedRegion MappedRegion::map(const ReadOnlyFile& file, uint64_t offset, uint64_t length) {
   if (offset > file.size() || length > file.size() - offset) {
-    fail(file.path(), "mmap " + range_text(offset, length) + " is outside the file of " +
+    throw_io_error(file.path(), "mmap " + byte_range_text(offset, length) + " is outside the file of " +
                           std::to_string(file.size()) + " bytes",
          0);
   }
@@ -123,11 +98,11 @@ MappedRegion MappedRegion::map(const ReadOnlyFile& file, uint64_t offset, uint64
   const uint64_t slack = offset - base_offset;
   const uint64_t base_length = length + slack;  // cannot wrap: both are bounded by the file size
   if (base_length > std::numeric_limits<size_t>::max()) {
-    fail(file.path(), "mmap " + range_text(offset, length) + " does not fit the address space", 0);
+    throw_io_error(file.path(), "mmap " + byte_range_text(offset, length) + " does not fit the address space", 0);
   }
   void* base = ::mmap(nullptr, static_cast<size_t>(base_length), PROT_READ, MAP_PRIVATE, file.fd(),
                       static_cast<off_t>(base_offset));
-  if (base == MAP_FAILED) fail(file.path(), "mmap " + range_text(offset, length) + " failed", errno);
+  if (base == MAP_FAILED) throw_io_error(file.path(), "mmap " + byte_range_text(offset, length) + " failed", errno);
 
   region.base_ = base;
   region.base_length_ = base_length;
@@ -170,7 +145,7 @@ AlignedBuffer::AlignedBuffer(size_t bytes, size_t alignment) {
   const int rc = ::posix_memalign(&p, alignment, bytes);
   if (rc != 0) {
     throw IoError("AlignedBuffer: cannot allocate " + std::to_string(bytes) + " bytes aligned to " +
-                  std::to_string(alignment) + ": " + describe_errno(rc));
+                  std::to_string(alignment) + ": " + std::strerror(rc));
   }
   std::memset(p, 0, bytes);
   ptr_.reset(static_cast<uint8_t*>(p));

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "tests/support/fixtures.h"
-#include "tests/tools/run_ember.h"
+#include "tests/tools/serve_cli_support.h"
 
 namespace {
 
@@ -35,18 +35,8 @@ std::string temp_path(const std::string& suffix) {
   return "/tmp/ember-serve-cli-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++) + suffix;
 }
 
-// Runs `ember serve ARGS` in an empty environment plus `env` ("NAME=value ..."), so variables of
-// the caller's shell (EMBER_CONFIG, EMBER_PORT, ...) cannot leak into the result.
-Run serve(const std::string& env, const std::string& args) {
-  return ember::test::run_ember("serve " + args, "env -i " + env);
-}
-
-json print_config(const std::string& env, const std::string& args) {
-  const Run r = serve(env, "--print-config " + args);
-  INFO("stderr: ", r.err);
-  REQUIRE(r.exit_code == 0);
-  return json::parse(r.out);
-}
+using ember::test::print_config;
+using ember::test::serve;
 
 struct TempFile {
   explicit TempFile(const std::string& text) : path(temp_path(".json")) { std::ofstream(path) << text; }

@@ -11,23 +11,15 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "tests/tools/run_ember.h"
+#include "tests/tools/serve_cli_support.h"
 
 namespace {
 
 using nlohmann::json;
 using Run = ember::test::EmberRun;
 
-Run serve(const std::string& env, const std::string& args) {
-  return ember::test::run_ember("serve " + args, "env -i " + env);
-}
-
-json print_config(const std::string& env, const std::string& args) {
-  const Run r = serve(env, "--print-config " + args);
-  INFO("stderr: ", r.err);
-  REQUIRE(r.exit_code == 0);
-  return json::parse(r.out);
-}
+using ember::test::print_config;
+using ember::test::serve;
 
 void check_one_line_error(const Run& r, const std::string& must_mention) {
   INFO("stderr: ", r.err);
