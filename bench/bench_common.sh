@@ -29,3 +29,64 @@ wait_for_idle() {
     done
     (( wait_idle == 0 )) || log "machine not idle after ${wait_idle}s (load $(cut -d' ' -f1-4 /proc/loadavg)); running anyway"
 }
+
+# The disk under FILE, for benchmarks that read it: size, file system, device, its scheduler and
+# whether it is rotational, as key=value lines like machine_facts.
+disk_facts() {
+    local file=$1 source dev
+    source=$(df --output=source "$file" | tail -n1)
+    dev=$(basename "$(readlink -f "$source")")
+    [[ -e /sys/class/block/$dev/partition ]] && dev=$(basename "$(readlink -f "/sys/class/block/$dev/..")")
+    echo "file=$file"
+    echo "file_bytes=$(stat -c %s "$file")"
+    echo "file_system=$(stat -f -c %T "$file")"
+    echo "device=$source"
+    echo "device_scheduler=$(cat "/sys/block/$dev/queue/scheduler" 2>/dev/null || echo unknown)"
+    echo "device_rotational=$(cat "/sys/block/$dev/queue/rotational" 2>/dev/null || echo unknown)"
+}
+
+# Median of the numbers on stdin, one per line; "-" when there are none. Printed in plain decimals
+# (awk's default %.6g would turn byte counts into 4.16374e+09, which bc cannot read).
+median() {
+    sort -g | awk '{v[NR] = $1} END {
+        if (NR == 0) { print "-"; exit }
+        m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+        if (m == int(m)) printf "%.0f\n", m; else printf "%.6f\n", m }'
+}
+
+# The synthetic drelu model the sparse benchmarks share, in $models_dir (the caller sets it and
+# $ember): NAME.gguf with predictors of rank RANK and type PTYPE and ffn_down_t; NAME.profile, the
+# activation profile (`ember profile` on text the model generated); NAME.pack.gguf, its pack.
+# drelu_paths PRESET QUANT RANK PTYPE sets drelu_model, drelu_profile, drelu_pack, drelu_text.
+drelu_paths() {
+    local name="$1-drelu-$2-r$3-p$4"
+    drelu_model="$models_dir/$name.gguf"
+    drelu_profile="$models_dir/$name.profile"
+    drelu_pack="$models_dir/$name.pack.gguf"
+    drelu_text="$models_dir/$name-generated.txt"
+}
+
+# ensure_drelu_model PRESET QUANT RANK PTYPE: sets the paths and writes the model if it is missing
+# (~2 min and 5.2 GB for mistral-7b). Written under a temporary name first so that an interrupted
+# run does not leave a truncated file that later runs would take for the model.
+ensure_drelu_model() {
+    drelu_paths "$@"
+    [[ -f "$drelu_model" ]] && return 0
+    mkdir -p "$models_dir"
+    log "writing $drelu_model"
+    "$ember" synth --preset "$1" --type "$2" --activation drelu --predictor --predictor-rank "$3" \
+        --predictor-type "$4" --down-transposed -q -o "$drelu_model.partial" >&2
+    mv "$drelu_model.partial" "$drelu_model"
+}
+
+# ensure_drelu_pack PRESET QUANT RANK PTYPE: sets the paths and makes the pack if it is missing
+# (and the model first if that is missing too; ~1 min more for mistral-7b).
+ensure_drelu_pack() {
+    drelu_paths "$@"
+    [[ -f "$drelu_pack" ]] && return 0
+    ensure_drelu_model "$@"
+    log "profiling on text the model generates, then packing"
+    "$ember" run -m "$drelu_model" -p "Once upon a time" -n 512 --temp 0.8 -s 1 > "$drelu_text" 2>/dev/null
+    "$ember" profile -m "$drelu_model" -f "$drelu_text" -o "$drelu_profile" >&2
+    "$ember" pack -m "$drelu_model" --profile "$drelu_profile" -o "$drelu_pack" >&2  # pack writes atomically
+}

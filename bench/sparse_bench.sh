@@ -66,23 +66,10 @@ $with_pack && configs+=("pack dense" "pack predictor")
 if ! $report_only; then
 [[ -x "$ember" ]] || fail "no ember binary at $ember (run scripts/setup.sh first)"
 
-mkdir -p "$models_dir"
-name="$preset-drelu-$quant-r$rank-p$predictor_type"
-model="$models_dir/$name.gguf"
-profile="$models_dir/$name.profile"
-pack="$models_dir/$name.pack.gguf"
-if [[ ! -f "$model" ]]; then
-    log "writing $model"
-    "$ember" synth --preset "$preset" --type "$quant" --activation drelu --predictor --predictor-rank "$rank" \
-        --predictor-type "$predictor_type" --down-transposed -q -o "$model" >&2
-fi
-if $with_pack && [[ ! -f "$pack" ]]; then
-    text="$models_dir/$name-generated.txt"
-    log "profiling on text the model generates, then packing"
-    "$ember" run -m "$model" -p "Once upon a time" -n 512 --temp 0.8 -s 1 > "$text" 2>/dev/null
-    "$ember" profile -m "$model" -f "$text" -o "$profile" >&2
-    "$ember" pack -m "$model" --profile "$profile" -o "$pack" >&2
-fi
+ensure_drelu_model "$preset" "$quant" "$rank" "$predictor_type"
+$with_pack && ensure_drelu_pack "$preset" "$quant" "$rank" "$predictor_type"
+model="$drelu_model"
+pack="$drelu_pack"
 
 out_dir="${out_dir:-$repo/bench/results/sparse-$(date -u +%Y%m%d-%H%M%S)}"
 mkdir -p "$out_dir"
@@ -100,7 +87,6 @@ for ((r = 1; r <= runs; ++r)); do
 done
 fi
 
-median() { sort -g | awk '{v[NR] = $1} END {if (NR == 0) print "-"; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 dense_tps=$(jq -r 'select(.file == "plain" and .config == "dense") | .decode_tokens_per_s' "$out_dir/runs.jsonl" | median)
 {
     echo "| file | FFN | decode tok/s median (all runs) | vs plain dense | active | attention ms | predictor ms | FFN ms |"

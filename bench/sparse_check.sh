@@ -4,8 +4,11 @@
 # predictor's KL / top-1 against dense on generated text (`ember eval --compare-dense`). Slower
 # than a unit test (models of ~0.8 GB), so a script; tests/sparse and tests/pack cover the tiny
 # models. Prints one line per comparison and exits 1 if oracle or dense differ anywhere.
+# With --budgets, the pack also runs under memory budgets (issue 5: 100%, 50% and the smallest the
+# planner accepts, io_uring and pread), dense and predictor, and must give exactly the tokens of
+# the same mode all in RAM.
 #
-# usage: bench/sparse_check.sh [--preset 1b] [--type Q4_0] [--ember PATH]
+# usage: bench/sparse_check.sh [--preset 1b] [--type Q4_0] [--ember PATH] [--budgets]
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -13,12 +16,14 @@ readonly models_dir="${EMBER_MODELS_DIR:-${EMBER_CACHE:-$HOME/.cache/ember}/mode
 preset=1b
 quant=Q4_0
 ember="$repo/build/ember"
+budgets=false
 while [[ $# -gt 0 ]]; do
     case "$1" in
+        --budgets) budgets=true; shift ;;
         --preset) preset="$2"; shift 2 ;;
         --type) quant="$2"; shift 2 ;;
         --ember) ember="$2"; shift 2 ;;
-        *) sed -n '2,8p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+        *) sed -n '2,12p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
     esac
 done
 mkdir -p "$models_dir"
@@ -44,6 +49,25 @@ for act in relu drelu; do
             done
         done
     done
+    if $budgets; then
+        # The smallest budget: the number in the planner's error for a 1-byte budget.
+        minimum=$("$ember" run -m "$base.pack.gguf" -p x -n 1 --memory-budget 1 2>&1 | sed -n 's/.*the minimum is \([0-9]*\) bytes.*/\1/p')
+        [[ -n "$minimum" ]] || { echo "$act: could not read the minimum budget" >&2; exit 1; }
+        for p in "${prompts[@]}"; do
+            for mode in dense predictor; do
+                ref=$("$ember" run -m "$base.pack.gguf" -p "$p" -n 32 --temp 0 --sparse "$mode" --print-token-ids 2>/dev/null)
+                for budget in 100% 50% "$minimum"; do
+                    for backend in uring pread; do
+                        got=$("$ember" run -m "$base.pack.gguf" -p "$p" -n 32 --temp 0 --sparse "$mode" --print-token-ids \
+                            --memory-budget "$budget" --io-backend "$backend" 2>/dev/null) || got="FAILED"
+                        same=$([[ "$got" == "$ref" ]] && echo same || echo DIFFERENT)
+                        echo "$act pack $mode budget $budget $backend '$p': $same greedy tokens as all in RAM"
+                        [[ "$same" == same ]] || status=1
+                    done
+                done
+            done
+        done
+    fi
     for file in "$base.gguf" "$base.pack.gguf"; do
         "$ember" eval -m "$file" -f "$base.txt" --sparse predictor --compare-dense --max-tokens 200 --json 2>/dev/null |
             jq -c --arg act "$act" --arg f "$(basename "$file")" \

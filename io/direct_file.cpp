@@ -110,4 +110,20 @@ DirectFile::~DirectFile() {
   if (fd_ >= 0) ::close(fd_);
 }
 
+void DirectFile::read_exact(void* dst, uint64_t n, uint64_t offset, uint64_t wanted) const {
+  if (wanted > n || offset > size_ || wanted > size_ - offset) {
+    throw_io_error(path_, "read " + byte_range_text(offset, wanted) + " is outside the file of " + std::to_string(size_) + " bytes", 0);
+  }
+  auto* out = static_cast<uint8_t*>(dst);
+  uint64_t done = 0;
+  while (done < n) {
+    const ssize_t got = ::pread(fd_, out + done, static_cast<size_t>(n - done), static_cast<off_t>(offset + done));
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) throw_io_error(path_, "read " + byte_range_text(offset, n) + " failed", errno);
+    if (got == 0) break;  // the end of the file
+    done += static_cast<uint64_t>(got);
+  }
+  if (done < wanted) throw_io_error(path_, "read " + byte_range_text(offset, wanted) + " came back short", 0);
+}
+
 }  // namespace ember::io

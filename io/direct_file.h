@@ -56,6 +56,13 @@ class DirectFile {
   // file system refused O_DIRECT and what that costs, for the caller to log.
   const std::string& warning() const { return warning_; }
 
+  // Reads n bytes at offset into dst, synchronously (for the odd small read outside the batched
+  // path), of which the first `wanted` must arrive: the rest may lie past the end of the file (an
+  // aligned read of the last block). On a direct file offset, n and dst must be multiples of
+  // alignment(). Throws IoError naming the path and range when the wanted bytes are not inside
+  // the file or a read fails.
+  void read_exact(void* dst, uint64_t n, uint64_t offset, uint64_t wanted) const;
+
  private:
   DirectFile(int fd, uint64_t size, bool direct, std::string path, std::string warning);
   int fd_ = -1;

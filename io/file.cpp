@@ -128,6 +128,14 @@ MappedRegion& MappedRegion::operator=(MappedRegion&& other) noexcept {
   return *this;
 }
 
+void MappedRegion::release_pages(const ReadOnlyFile& file, uint64_t file_offset) const {
+  if (base_ == nullptr) return;
+  ::madvise(base_, static_cast<size_t>(base_length_), MADV_DONTNEED);
+  const uint64_t slack = static_cast<uint64_t>(data_ - static_cast<const uint8_t*>(base_));
+  ::posix_fadvise(file.fd(), static_cast<off_t>(file_offset - slack), static_cast<off_t>(base_length_),
+                  POSIX_FADV_DONTNEED);
+}
+
 MappedRegion::~MappedRegion() {
   if (base_ != nullptr) ::munmap(base_, static_cast<size_t>(base_length_));
 }

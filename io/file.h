@@ -59,6 +59,12 @@ class MappedRegion {
   const uint8_t* data() const { return data_; }
   uint64_t size() const { return size_; }
 
+  // Gives the mapped pages back (madvise DONTNEED) and asks the kernel to drop them from the page
+  // cache (posix_fadvise DONTNEED on `file` from file_offset, the offset map() was given): for data
+  // that was read once (e.g. copied into a repacked layout) and must not count against a memory
+  // budget. The mapping stays valid: a later access reads the pages in again. Best effort.
+  void release_pages(const ReadOnlyFile& file, uint64_t file_offset) const;
+
  private:
   void* base_ = nullptr;
   uint64_t base_length_ = 0;

@@ -70,6 +70,16 @@ struct EngineMetrics {
   const char* sparse_mode = "dense";
   uint64_t sparse_decode_tokens = 0;  // decode steps (sparse_totals.tokens counts them once per layer)
   SparseLayerStats sparse_totals;
+  // The neuron cache under a memory budget (Model::offloaded_ffn(); `offloaded` false: none), as of
+  // the engine's last round of steps.
+  bool offloaded = false;
+  uint64_t memory_budget_bytes = 0;
+  uint64_t memory_resident_bytes = 0;  // the plan's total: resident weights + hot neurons + cold slots
+  uint64_t memory_io_buffer_bytes = 0; // read buffers, outside the budget
+  OffloadStats offload;                // cumulative since load (OffloadedFfn::stats())
+  uint64_t replan_runs = 0;            // re-plans the engine ran
+  uint64_t replans = 0;                // ... of which changed the hot set (OffloadedFfn::replans())
+  uint64_t replan_failures = 0;
 };
 
 struct EngineOptions {
@@ -80,6 +90,16 @@ struct EngineOptions {
   // A new job goes to the free slot whose cached tokens share the longest prefix with its prompt
   // and evaluates only the rest (results are the same as from an empty cache).
   bool reuse_prefix = true;
+  // Under a memory budget (the model has an OffloadedFfn), both ignored otherwise:
+  // the file the live activation counts are loaded from at start (when it exists) and saved to
+  // after each re-plan and at stop(); "": neither.
+  std::string activation_state;
+  // Re-plan the hot set (OffloadedFfn::replan()) when a job finishes and at least this many tokens
+  // were decoded since the last re-plan; 0: never.
+  uint64_t replan_tokens = 8192;
+  // Lines for the operator (startup plan, state file, re-plan failures), without a trailing newline;
+  // empty: "ember: LINE" on stderr. Called on the constructing thread and on the engine thread.
+  std::function<void(const std::string& line)> log;
   static constexpr int kMaxSlots = 256;
 };
 
@@ -121,6 +141,12 @@ class EngineWorker {
   // Adds the engine thread's not yet published counters to metrics_ (under mu_), and copies the
   // slots' sparse counters (engine thread only: the contexts are not touched by anyone else).
   void publish_locked();
+  // Under a memory budget: the saved activation counts and the plan at start; a re-plan between
+  // jobs; saving the counts (never throws: failures are logged).
+  void start_offload();
+  void maybe_replan();
+  bool save_activations();  // true when saved
+  void log(const std::string& line) const;
 
   std::unique_ptr<Model> model_;
   ThreadPool pool_;
@@ -130,6 +156,13 @@ class EngineWorker {
   uint64_t kv_cache_bytes_ = 0;
   uint64_t use_clock_ = 0;  // engine thread: orders slots by last use (least recently used wins ties)
   EngineMetrics unpublished_;  // engine thread only: counter deltas since the last publish_locked()
+  OffloadedFfn* offload_ = nullptr;   // model_->offloaded_ffn()
+  uint64_t decoded_since_replan_ = 0; // engine thread only
+  bool replan_due_ = false;           // engine thread only: a job finished past replan_tokens
+  uint64_t replan_runs_ = 0, replan_failures_ = 0;  // engine thread; published under mu_
+  // Engine thread: why the neuron cache is unusable ("" while it is fine). A re-plan that fails
+  // part-way (its hot neurons could not be read) leaves OffloadedFfn without a cache; later jobs
+  // then fail with this instead of touching it.
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

@@ -122,6 +122,69 @@ void render_sparse(std::string& out, const EngineMetrics& e) {
          number(s.precision()));
 }
 
+// The neuron cache under a memory budget (only with one: without a budget there is no cache and
+// these families are absent). Everything is cumulative since the model was loaded, re-plans
+// included; reads and bytes count both cold-bundle fetches and the chunks streamed for dense
+// steps (prompt prefill), the latency histogram only the fetches.
+void render_offload(std::string& out, const EngineMetrics& e) {
+  const OffloadStats& s = e.offload;
+  metric(out, "ember_memory_budget_bytes", "gauge", "The memory budget: cap on resident model bytes (memory.budget).",
+         u(e.memory_budget_bytes));
+  metric(out, "ember_memory_resident_bytes", "gauge",
+         "Planned resident model bytes (within the budget): weights kept in memory, hot neurons, cold slots.",
+         u(e.memory_resident_bytes));
+  metric(out, "ember_memory_io_buffer_bytes", "gauge",
+         "Bytes of read buffers of the neuron cache (staging, streamed chunks), outside the budget like the KV cache.",
+         u(e.memory_io_buffer_bytes));
+  family(out, "ember_neuron_cache_hits_total", "counter",
+         "FFN bundles found in memory: kind=\"hot\" in a pinned hot prefix, kind=\"cold\" in a cold slot.");
+  out += "ember_neuron_cache_hits_total{kind=\"hot\"} " + u(s.cache.hot_hits) + "\n";
+  out += "ember_neuron_cache_hits_total{kind=\"cold\"} " + u(s.cache.cold_hits) + "\n";
+  metric(out, "ember_neuron_cache_misses_total", "counter", "FFN bundles that had to be read from the pack.",
+         u(s.cache.misses));
+  metric(out, "ember_neuron_cache_hit_rate", "gauge", "hits / (hits + misses) since load (0 before any lookup).",
+         number(s.cache.hit_rate()));
+  metric(out, "ember_neuron_cache_evictions_total", "counter", "Cold slots whose bundle was replaced by another.",
+         u(s.cache.evictions));
+  metric(out, "ember_neuron_cache_reads_total", "counter",
+         "Reads from the pack (coalesced bundle fetches and streamed chunks of dense steps).",
+         u(s.fetch.reads + s.stream_reads));
+  metric(out, "ember_neuron_cache_read_bytes_total", "counter", "Bytes read from the pack by those reads.",
+         u(s.bytes_read()));
+  metric(out, "ember_neuron_cache_io_wait_seconds_total", "counter",
+         "Seconds the engine was blocked waiting for reads.", number(seconds(s.io_wait_ns())));
+  // Bucket b of latency_us_log2 counts [2^b, 2^(b+1)) microseconds (bucket 0 also below 1 us, the
+  // last one everything above): cumulative `le` bounds of 2^(b+1) us, the last bucket only in +Inf.
+  // The histogram keeps no exact sum: _sum takes each read at its bucket's midpoint (1.5 * 2^b us).
+  family(out, "ember_neuron_cache_read_latency_seconds", "histogram",
+         "Latency of cold-bundle reads, submit to completion (_sum estimated from the buckets).");
+  const auto& buckets = s.fetch.latency_us_log2;
+  const int n = static_cast<int>(buckets.size());
+  uint64_t cumulative = 0;
+  double sum_us = 0;
+  for (int b = 0; b < n; ++b) {
+    cumulative += buckets[static_cast<size_t>(b)];
+    sum_us += static_cast<double>(buckets[static_cast<size_t>(b)]) * 1.5 * std::ldexp(1.0, b);
+    if (b == n - 1) break;
+    char le[32];  // 2^(b+1) us in seconds: 9 digits are exact for every bucket ("2e-06" ... "8.388608")
+    std::snprintf(le, sizeof le, "%.9g", std::ldexp(1.0, b + 1) * 1e-6);
+    out += "ember_neuron_cache_read_latency_seconds_bucket{le=\"";
+    out += le;
+    out += "\"} " + u(cumulative) + "\n";
+  }
+  out += "ember_neuron_cache_read_latency_seconds_bucket{le=\"+Inf\"} " + u(cumulative) + "\n";
+  out += "ember_neuron_cache_read_latency_seconds_sum " + number(sum_us * 1e-6) + "\n";
+  out += "ember_neuron_cache_read_latency_seconds_count " + u(cumulative) + "\n";
+  metric(out, "ember_neuron_cache_replans_total", "counter",
+         "Re-plans of the hot set that changed it (the cache was rebuilt and its hot neurons read).",
+         u(e.replans));
+  metric(out, "ember_neuron_cache_replan_runs_total", "counter",
+         "Re-plans run (memory.replan_tokens decoded tokens each, and one at start after loading saved counts).",
+         u(e.replan_runs));
+  metric(out, "ember_neuron_cache_replan_failures_total", "counter", "Re-plans that failed (logged).",
+         u(e.replan_failures));
+}
+
 }  // namespace
 
 std::string render_prometheus(const MetricsSnapshot& m) {
@@ -172,6 +235,7 @@ std::string render_prometheus(const MetricsSnapshot& m) {
   metric(out, "ember_kv_cache_bytes", "gauge", "Bytes of KV cache, all slots.", u(e.kv_cache_bytes));
   metric(out, "ember_model_bytes", "gauge", "Bytes of model weights resident (mapped or read).", u(e.model_bytes));
   if (e.sparse_counted) render_sparse(out, e);
+  if (e.offloaded) render_offload(out, e);
   return out;
 }
 

@@ -7,6 +7,7 @@
 #include <boost/asio/write.hpp>
 #include <chrono>
 
+#include "core/cache/fetch_error.h"
 #include "server/access_control.h"
 #include "server/completion_job.h"
 #include "server/tokenize_api.h"
@@ -62,6 +63,18 @@ std::string failure_message(const std::exception_ptr& error) {
   } catch (...) {
   }
   return "generation failed";
+}
+
+// The error code for it: a failed read of the model (the neuron cache under a memory budget:
+// I/O error, truncated pack) is the storage's fault, not the request's, and worth telling apart.
+std::string failure_code(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const cache::FetchError&) {
+    return "model_read_failed";
+  } catch (...) {
+  }
+  return {};
 }
 
 // The model object, marked when it is the built-in demo model so nobody mistakes its output.
@@ -447,7 +460,8 @@ void HttpSession<Protocol>::on_generation_done(std::string text, GenerationStats
   request_timer_.cancel();
   cancel_.reset();
   if (error) {
-    return send_error(http::status::internal_server_error, failure_message(error), "server_error");
+    return send_error(http::status::internal_server_error, failure_message(error), "server_error", {},
+                      failure_code(error));
   }
   const auto& model = state_.options.model_id;
   send_json(http::status::ok,
@@ -487,7 +501,7 @@ void HttpSession<Protocol>::on_stream_done(GenerationStats stats, std::exception
   if (stream_done_) return;  // ended already (cut off or shut down)
   const auto& model = state_.options.model_id;
   if (error) {
-    outbox_ += sse_event(error_body(failure_message(error), "server_error"));
+    outbox_ += sse_event(error_body(failure_message(error), "server_error", {}, failure_code(error)));
   } else {
     if (!chat_) {
       queue_chunk(completion_chunk(completion_id_, created_, model, "", stats.finish));

@@ -5,12 +5,15 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <stdexcept>
 #include <string_view>
 
+#include "core/cache/budget_planner.h"
 #include "core/chat/chat_template.h"
+#include "io/io_backend.h"
 #include "server/listen_spec.h"
 
 namespace ember::server {
@@ -103,6 +106,32 @@ double sparsity_value(const json& v) {
 }
 
 json optional_number(double x) { return std::isnan(x) ? json(nullptr) : json(x); }
+
+// "" (all in RAM), a size or a percentage: core's parser, with a stand-in file size (the real one
+// is known only when the model is opened, where a percentage is resolved again).
+std::string memory_budget_value(const json& v) {
+  std::string s = string_value(v);
+  if (s.empty()) return s;
+  try {
+    cache::parse_memory_budget(s, uint64_t{1} << 40);
+  } catch (const std::invalid_argument& e) {
+    throw BadValue("must be empty (all in RAM), a size like \"2G\" or \"512M\", or a percentage of the model "
+                   "file like \"50%\": " + std::string(e.what()));
+  }
+  return s;
+}
+
+std::string io_backend_value(const json& v) {
+  std::string s = string_value(v);
+  io::IoBackend backend;
+  if (!io::parse_io_backend(s, &backend)) throw BadValue("must be one of auto, uring, pread, got " + shown(v));
+  return s;
+}
+
+std::optional<std::string> activation_state_value(const json& v) {
+  if (v.is_null()) return std::nullopt;
+  return string_value(v);
+}
 
 std::string chat_template_value(const json& v) {
   std::string s = string_value(v);
@@ -214,6 +243,19 @@ constexpr Setting kSettings[] = {
     {"sparse", "stats", "EMBER_SPARSE_STATS", Kind::Bool,
      [](ServeConfig& c, const json& v) { c.sparse_stats = boolean(v); },
      [](const ServeConfig& c) -> json { return c.sparse_stats; }},
+    // memory budget (neuron-bundle packs)
+    {"memory", "budget", "EMBER_MEMORY_BUDGET", Kind::String,
+     [](ServeConfig& c, const json& v) { c.memory_budget = memory_budget_value(v); },
+     [](const ServeConfig& c) -> json { return c.memory_budget; }},
+    {"memory", "io_backend", "EMBER_IO_BACKEND", Kind::String,
+     [](ServeConfig& c, const json& v) { c.io_backend = io_backend_value(v); },
+     [](const ServeConfig& c) -> json { return c.io_backend; }},
+    {"memory", "activation_state", "EMBER_ACTIVATION_STATE", Kind::String,
+     [](ServeConfig& c, const json& v) { c.activation_state = activation_state_value(v); },
+     [](const ServeConfig& c) -> json { return c.activation_state ? json(*c.activation_state) : json(nullptr); }},
+    {"memory", "replan_tokens", "EMBER_REPLAN_TOKENS", Kind::Int,
+     [](ServeConfig& c, const json& v) { c.replan_tokens = int_in(v, 0, int64_t{1} << 40); },
+     [](const ServeConfig& c) -> json { return c.replan_tokens; }},
     // server
     {"server", "host", "EMBER_HOST", Kind::String,
      [](ServeConfig& c, const json& v) { c.server.host = token(v, "address"); },
@@ -284,7 +326,7 @@ constexpr Setting kSettings[] = {
      [](const ServeConfig& c) -> json { return c.server.allowed_hosts; }},
 };
 
-constexpr const char* kSections[] = {"model", "engine", "sparse", "server", "limits", "security"};
+constexpr const char* kSections[] = {"model", "engine", "sparse", "memory", "server", "limits", "security"};
 
 std::string full_key(const Setting& s) { return std::string(s.section) + "." + s.key; }
 
@@ -372,7 +414,7 @@ void apply_config_json(ServeConfig& config, const json& document, const std::str
     for (const char* s : kSections) known_section = known_section || section == s;
     if (!known_section)
       throw std::runtime_error(source + ": unknown section \"" + section +
-                               "\" (sections: model, engine, sparse, server, limits, security)");
+                               "\" (sections: model, engine, sparse, memory, server, limits, security)");
     if (!body.is_object()) throw std::runtime_error(source + ": " + section + " must be an object, got " + shown(body));
     for (const auto& [key, value] : body.items()) {
       const Setting* found = nullptr;
@@ -459,6 +501,26 @@ SparseOptions sparse_options(const ServeConfig& config) {
   } catch (const SparseSettingsError& e) {
     throw std::runtime_error("sparse settings: " + e.setting + " " + e.what());
   }
+}
+
+std::string activation_state_path(const ServeConfig& config, const std::string& model_path, const GetEnv& getenv) {
+  if (config.activation_state) return *config.activation_state;
+  auto set = [&](const char* name) -> std::string {
+    const char* v = getenv(name);
+    return v ? std::string(v) : std::string();
+  };
+  std::filesystem::path dir;
+  // systemd's StateDirectory= may list several, colon-separated: the first is the daemon's own.
+  if (std::string s = set("STATE_DIRECTORY"); !s.empty()) {
+    dir = s.substr(0, s.find(':'));
+  } else if (std::string x = set("XDG_STATE_HOME"); !x.empty()) {
+    dir = std::filesystem::path(x) / "ember";
+  } else if (std::string h = set("HOME"); !h.empty()) {
+    dir = std::filesystem::path(h) / ".local" / "state" / "ember";
+  } else {
+    return "";
+  }
+  return (dir / (std::filesystem::path(model_path).filename().string() + ".activations")).string();
 }
 
 nlohmann::ordered_json to_json(const ServeConfig& config) {

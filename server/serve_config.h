@@ -38,6 +38,13 @@ struct ServeConfig {
   double sparsity = 0.0;              // 0: off; else the threshold mode skipping this fraction
   std::string sparse_profile;         // per-layer thresholds from `ember profile`; empty: none
   bool sparse_stats = false;          // also count recall/precision (a dense gate per token: slower)
+  // "memory" section: a memory budget for neuron-bundle packs (issue 5; core/cache/README.md).
+  std::string memory_budget;          // SIZE ("2G", "512M") or "P%" of the model file; empty: all in RAM
+  std::string io_backend = "auto";    // auto, uring, pread: how cold bundles are read
+  // Where the live activation counts are saved at shutdown and read at start. nullopt: the default
+  // place (activation_state_path()); "": not saved or loaded.
+  std::optional<std::string> activation_state;
+  int64_t replan_tokens = 8192;       // re-plan the hot set after this many decoded tokens; 0: never
   // "server" section (with the fields of `server` below)
   int io_threads = 1;
   // "security" section: a file of keys, read at startup and added to server.api_keys.
@@ -48,8 +55,8 @@ struct ServeConfig {
 };
 
 // Applies the keys present in `config` (a partial document is fine; absent keys keep their value).
-// The layout is {"model":{...}, "engine":{...}, "sparse":{...}, "server":{...}, "limits":{...},
-// "security":{...}}.
+// The layout is {"model":{...}, "engine":{...}, "sparse":{...}, "memory":{...}, "server":{...},
+// "limits":{...}, "security":{...}}.
 // Throws std::runtime_error naming `source` and the key for an unknown key, a wrong type or a
 // value out of range.
 void apply_config_json(ServeConfig& config, const nlohmann::json& document, const std::string& source);
@@ -77,6 +84,12 @@ SparseSettings sparse_settings(const ServeConfig& config);
 // The sparse options the section asks for, without the profile's per-layer thresholds (those need
 // the model). Throws std::runtime_error naming the key for conflicting settings.
 SparseOptions sparse_options(const ServeConfig& config);
+
+// The file the live activation counts of `model_path` are kept in: memory.activation_state when
+// set ("" stays "": off), else `<dir>/<model file name>.activations` with <dir> the first entry of
+// $STATE_DIRECTORY (systemd's StateDirectory=), else $XDG_STATE_HOME/ember, else
+// $HOME/.local/state/ember; "" when none of them is set.
+std::string activation_state_path(const ServeConfig& config, const std::string& model_path, const GetEnv& getenv);
 
 // The merged configuration as the same JSON layout, every key present, in the order of
 // config/ember.json; API keys become "***".

@@ -12,6 +12,7 @@
 #include "core/model/inference_context.h"
 #include "core/sampling/sampler.h"
 #include "tools/model_options.h"
+#include "tools/offload_report.h"
 #include "tools/sparse_report.h"
 #include "tools/subcommands.h"
 
@@ -24,6 +25,7 @@ struct BenchOptions {
   int64_t gen_tokens = 64;
   int runs = 3;
   bool json = false;
+  std::string stats_json;
 };
 
 double median(std::vector<double> v) {
@@ -49,7 +51,7 @@ int bench(const BenchOptions& o) {
   using Clock = std::chrono::steady_clock;
   ThreadPool pool(o.model.threads);
   const auto t_load = Clock::now();
-  auto model = Model::load(o.model.model_path, o.model.load_options());
+  auto model = Model::load(o.model.model_path, o.model.load_options(o.model.model_path));
   const double load_s = std::chrono::duration<double>(Clock::now() - t_load).count();
 
   ContextOptions copts = o.model.context_options(*model);
@@ -62,18 +64,33 @@ int bench(const BenchOptions& o) {
   const std::vector<int32_t> prompt = synthetic_prompt(model->tokenizer(), o.prompt_tokens);
 
   std::vector<double> prefill, decode;
+  // Neuron-cache counters of the measured runs, prefill and decode apart (--stats-json).
+  const OffloadedFfn* offload = model->offloaded_ffn();
+  RunFigures figures;
   for (int run = -1; run < o.runs; ++run) {  // run -1 is the warm-up (page cache, CPU clocks)
     ctx.reset();
     if (run == 0) ctx.reset_sparse_stats();  // the report covers the measured runs only
+    const OffloadStats s0 = offload ? offload->stats() : OffloadStats{};
     const auto t0 = Clock::now();
     const float* logits = ctx.eval(prompt);
     const double tp = std::chrono::duration<double>(Clock::now() - t0).count();
+    const OffloadStats s1 = offload ? offload->stats() : OffloadStats{};
     const auto t1 = Clock::now();
     for (int64_t i = 0; i < o.gen_tokens; ++i) {
       const int32_t next = sampler.sample(logits);
       logits = ctx.eval(std::span<const int32_t>(&next, 1));
     }
     const double td = std::chrono::duration<double>(Clock::now() - t1).count();
+    if (run >= 0) {
+      if (offload) {
+        add_offload_stats(figures.prefill_io, offload_stats_between(s0, s1));
+        add_offload_stats(figures.decode_io, offload_stats_between(s1, offload->stats()));
+      }
+      figures.prompt_tokens += static_cast<int64_t>(prompt.size());
+      figures.prefill_seconds += tp;
+      figures.decode_tokens += o.gen_tokens;
+      figures.decode_seconds += td;
+    }
     const double pps = static_cast<double>(prompt.size()) / tp, dps = static_cast<double>(o.gen_tokens) / td;
     std::fprintf(stderr, "ember bench: %s prefill %.2f tok/s, decode %.2f tok/s\n", run < 0 ? "warm-up" : "run", pps, dps);
     if (run >= 0) {
@@ -98,6 +115,16 @@ int bench(const BenchOptions& o) {
   };
   j["sparse"] = sparse_report_json(ctx);
   if (has_sparse_report(ctx)) print_sparse_report(ctx, stderr);
+  if (!o.stats_json.empty()) {
+    nlohmann::json stats = stats_json(*model, ctx, figures);
+    // Medians, as in the JSON line; the cache counters are sums over the measured runs.
+    stats["decode_tokens_per_s"] = median(decode);
+    stats["prefill_tokens_per_s"] = median(prefill);
+    stats["ttft_ms"] = 1000.0 * static_cast<double>(prompt.size()) / median(prefill);
+    stats["runs"] = o.runs;
+    write_stats_json(o.stats_json, stats);
+    j["stats_json"] = o.stats_json;
+  }
   if (o.json) {
     std::printf("%s\n", j.dump().c_str());
   } else {
@@ -115,6 +142,9 @@ void register_bench(CLI::App& app, int& exit_code) {
   CLI::App* sub = app.add_subcommand("bench", "Measure prefill and decode tokens/s of a model (medians of several runs)");
   o->model.add_to(*sub);
   o->model.add_sparse_to(*sub);
+  o->model.add_memory_to(*sub);
+  sub->add_option("--stats-json", o->stats_json,
+                  "Write speed, memory and neuron-cache statistics of the measured runs as JSON to FILE");
   sub->add_option("--prompt-tokens", o->prompt_tokens, "Prompt length for the prefill measurement (default 512)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   sub->add_option("--gen-tokens", o->gen_tokens, "Tokens decoded one at a time (default 64)")

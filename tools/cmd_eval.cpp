@@ -61,7 +61,7 @@ std::vector<int32_t> text_tokens(const EvalOptions& o, const Tokenizer& tok) {
 
 int eval(const EvalOptions& o) {
   ThreadPool pool(o.model.threads);
-  auto model = Model::load(o.model.model_path, o.model.load_options());
+  auto model = Model::load(o.model.model_path, o.model.load_options(o.model.model_path));
   const std::vector<int32_t> tokens = text_tokens(o, model->tokenizer());
   TextEvaluator evaluator(*model, pool, o.model.context_options(*model), o.compare_dense);
   const InferenceContext& ctx = evaluator.context();

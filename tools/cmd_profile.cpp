@@ -90,7 +90,7 @@ int profile(const ProfileOptions& o) {
   const auto t0 = std::chrono::steady_clock::now();
   const std::string text = read_text_file(o.text_path, "calibration text");
   ThreadPool pool(o.model.threads);
-  auto model = Model::load(o.model.model_path, o.model.load_options());
+  auto model = Model::load(o.model.model_path, o.model.load_options(o.model.model_path));
   const Tokenizer& tok = model->tokenizer();
   std::vector<int32_t> tokens = tok.encode(text, /*add_special=*/false, /*parse_special=*/false);
   if (o.max_tokens > 0 && static_cast<int64_t>(tokens.size()) > o.max_tokens) tokens.resize(static_cast<size_t>(o.max_tokens));

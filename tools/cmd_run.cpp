@@ -7,6 +7,7 @@
 #include "core/kernels/type_traits.h"
 #include "core/model/generator.h"
 #include "tools/model_options.h"
+#include "tools/offload_report.h"
 #include "tools/read_text_file.h"
 #include "tools/sparse_report.h"
 #include "tools/subcommands.h"
@@ -24,6 +25,8 @@ struct RunOptions {
   bool no_bos = false;
   bool print_token_ids = false;
   bool verbose = false;
+  bool stats = false;
+  std::string stats_json;
 };
 
 int run(RunOptions& o) {
@@ -32,7 +35,7 @@ int run(RunOptions& o) {
 
   ThreadPool pool(o.model.threads);
   const std::string model_path = o.model.resolve_model_path();
-  auto model = Model::load(model_path, o.model.load_options());
+  auto model = Model::load(model_path, o.model.load_options(model_path));
   const ModelConfig& c = model->config();
   std::fprintf(stderr, "ember: %s (%s), %lld layers, dim %lld, ffn %lld (%s), vocab %lld; %d threads, %s kernels\n",
                model_path.c_str(), c.architecture.c_str(), (long long)c.n_layer, (long long)c.n_embd,
@@ -50,8 +53,18 @@ int run(RunOptions& o) {
 
   std::vector<int32_t> ids;
   GenerationStats stats;
+  // The neuron cache's counters at the start, after the prompt (the first token's callback) and at
+  // the end: prefill and decode are reported apart.
+  const OffloadedFfn* offload = model->offloaded_ffn();
+  const OffloadStats at_start = offload ? offload->stats() : OffloadStats{};
+  OffloadStats after_prompt = at_start;
+  bool prompt_done = false;
   try {
     stats = generate(ctx, sampler, prompt, limits, [&](int32_t id, std::string_view text) {
+      if (!prompt_done) {
+        prompt_done = true;
+        if (offload) after_prompt = offload->stats();
+      }
       if (o.print_token_ids) {
         if (id >= 0) ids.push_back(id);
       } else if (!text.empty()) {
@@ -74,6 +87,20 @@ int run(RunOptions& o) {
                (long long)stats.decoded_tokens, stats.decode_seconds, stats.decode_tokens_per_s(),
                finish_reason_name(stats.finish), (unsigned long long)o.sampling.seed);
   if (has_sparse_report(ctx)) print_sparse_report(ctx, stderr);
+  if (o.stats || !o.stats_json.empty()) {
+    RunFigures f;
+    f.prompt_tokens = stats.prompt_tokens;
+    f.prefill_seconds = stats.prefill_seconds;
+    f.decode_tokens = stats.decoded_tokens;
+    f.decode_seconds = stats.decode_seconds;
+    if (offload) {
+      f.prefill_io = offload_stats_between(at_start, after_prompt);
+      f.decode_io = offload_stats_between(after_prompt, offload->stats());
+    }
+    const nlohmann::json j = stats_json(*model, ctx, f);
+    if (o.stats) print_stats(j, stderr);
+    if (!o.stats_json.empty()) write_stats_json(o.stats_json, j);
+  }
   return 0;
 }
 
@@ -85,6 +112,11 @@ void register_run(CLI::App& app, int& exit_code) {
   opts->model.demo_if_missing = true;
   opts->model.add_to(*sub);
   opts->model.add_sparse_to(*sub);
+  opts->model.add_memory_to(*sub);
+  sub->add_flag("--stats", opts->stats, "Print speed, memory and neuron-cache statistics to stderr");
+  sub->add_option("--stats-json", opts->stats_json,
+                  "Write the statistics as JSON to FILE (decode_tokens_per_s, cache_hit_rate, bytes_read_per_token, "
+                  "io_read_mib_per_s, peak_rss_bytes, ...)");
   auto* p = sub->add_option("-p,--prompt", opts->prompt, "Prompt text");
   auto* f = sub->add_option("-f,--file", opts->prompt_file, "Read the prompt from a file")->check(CLI::ExistingFile);
   p->excludes(f);

@@ -33,7 +33,8 @@ struct ServeFlags {
   ModelOptions model;
   std::string config_path;
   bool print_config = false;
-  std::string alias, chat_template, host, api_key_file;
+  std::string alias, chat_template, host, api_key_file, activation_state;
+  int64_t replan_tokens = 0;
   int64_t port = 0, queue = 0, parallel = 0, io_threads = 0, max_body = 0, max_tokens = 0;
   int64_t request_timeout = 0, shutdown_grace = 0;
   std::vector<std::string> listen, api_keys, cors_origins, allowed_hosts;
@@ -64,6 +65,10 @@ void apply_flags(server::ServeConfig& config, const CLI::App& sub, const ServeFl
   set("--sparsity", "sparse", "sparsity", m.sparsity);
   set("--profile", "sparse", "profile", m.profile_path);
   set("--sparse-stats", "sparse", "stats", m.sparse_stats);
+  set("--memory-budget", "memory", "budget", m.memory_budget);
+  set("--io-backend", "memory", "io_backend", m.io_backend);
+  set("--activation-state", "memory", "activation_state", f.activation_state);
+  set("--replan-tokens", "memory", "replan_tokens", f.replan_tokens);
   set("--host", "server", "host", f.host);
   set("--port", "server", "port", f.port);
   set("--no-tcp", "server", "tcp", !f.no_tcp);
@@ -115,6 +120,8 @@ int serve(const server::ServeConfig& config) {
   model.sparsity = sparse.sparsity;
   model.sparse_stats = sparse.diagnostics;
   model.profile_path = config.sparse_profile;
+  model.memory_budget = config.memory_budget;
+  model.io_backend = config.io_backend;
   if (!model.profile_path.empty()) {
     // Read it now, before binding and loading the model, so a bad file fails fast; its shape is
     // checked against the model once that is loaded.
@@ -154,7 +161,21 @@ int serve(const server::ServeConfig& config) {
   std::fprintf(stderr, "ember: loading model %s\n", model_path.c_str());
   server::EngineOptions engine_options;
   engine_options.threads = config.threads;
-  std::unique_ptr<Model> loaded = Model::load(model_path, model.load_options());
+  std::unique_ptr<Model> loaded;
+  try {
+    loaded = Model::load(model_path, model.load_options(model_path));
+  } catch (const std::exception& e) {
+    // Under a budget the load also plans it and opens the pack for reads: say which setting the
+    // failure belongs to (not a pack, a budget below the minimum, io_uring refused).
+    if (config.memory_budget.empty()) throw;
+    throw std::runtime_error("memory.budget " + config.memory_budget + " (io backend " + config.io_backend +
+                             "): " + e.what());
+  }
+  if (loaded->offloaded_ffn()) {
+    const server::GetEnv getenv = [](const char* name) -> const char* { return std::getenv(name); };
+    engine_options.activation_state = server::activation_state_path(config, model_path, getenv);
+    engine_options.replan_tokens = static_cast<uint64_t>(config.replan_tokens);
+  }
   try {
     engine_options.context = model.context_options(*loaded);  // applies the profile's per-layer thresholds
   } catch (const std::exception& e) {
@@ -176,7 +197,8 @@ int serve(const server::ServeConfig& config) {
   http.attach(*engine);
   const SparseOptions& so = engine_options.context.sparse;
   const std::string sparse_note =
-      so.mode == SparseOptions::Mode::Dense ? "" : std::string(", sparse FFN ") + sparse_mode_name(so.mode);
+      (so.mode == SparseOptions::Mode::Dense ? "" : std::string(", sparse FFN ") + sparse_mode_name(so.mode)) +
+      (config.memory_budget.empty() ? "" : ", memory budget " + config.memory_budget);
   std::fprintf(stderr,
                "ember: ready: model '%s' (context %lld, %d threads, %s kernels, %s chat template, %d slot%s%s%s)\n",
                options.model_id.c_str(), (long long)engine->n_ctx(), engine->threads(),
@@ -216,6 +238,13 @@ void register_serve(CLI::App& app, int& exit_code) {
   sub->add_flag("--no-prefix-reuse", f->no_prefix_reuse,
                 "Start every request from an empty KV cache instead of reusing a cached common prefix");
   f->model.add_sparse_to(*sub);  // --sparse, --sparse-threshold, --sparsity, --sparse-stats, --profile
+  f->model.add_memory_to(*sub);  // --memory-budget, --io-backend
+  sub->add_option("--activation-state", f->activation_state,
+                  "File of the live activation counts under --memory-budget: loaded at start, saved at shutdown "
+                  "(default: <state dir>/<model file>.activations, see config/README.md; \"\" = none)");
+  sub->add_option("--replan-tokens", f->replan_tokens,
+                  "Re-plan the hot neurons after this many decoded tokens under --memory-budget; 0 = never" +
+                      d(defaults.replan_tokens));
   sub->add_option("--host", f->host, "Address to listen on (default " + defaults.server.host + ")");
   sub->add_option("--port", f->port, "Port to listen on; 0 = any free port" + d(defaults.server.port));
   sub->add_flag("--no-tcp", f->no_tcp, "Do not listen on --host/--port (only on the --listen endpoints)");

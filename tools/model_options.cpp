@@ -2,7 +2,10 @@
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <stdexcept>
+
+#include "core/cache/budget_planner.h"
 
 #include "core/sparse/activation_profile.h"
 #include "core/sparse/sparse_settings.h"
@@ -49,6 +52,15 @@ void ModelOptions::add_sparse_to(CLI::App& sub) {
       ->check(CLI::ExistingFile);
 }
 
+void ModelOptions::add_memory_to(CLI::App& sub) {
+  sub.add_option("--memory-budget", memory_budget,
+                 "Cap on resident model bytes for a neuron-bundle pack (`ember pack`): e.g. 2G, 512M, 50% (of "
+                 "the file). FFN bundles beyond it stay on storage and are read on demand into the neuron cache");
+  sub.add_option("--io-backend", io_backend, "How cold bundles are read under --memory-budget: auto (io_uring, "
+                                             "else a pread pool), uring, pread (default auto)")
+      ->check(CLI::IsMember({"auto", "uring", "io_uring", "pread"}));
+}
+
 std::string ModelOptions::resolve_model_path() const {
   if (!model_path.empty()) return model_path;
   bool created = false;
@@ -58,10 +70,25 @@ std::string ModelOptions::resolve_model_path() const {
   return path;
 }
 
-ModelLoadOptions ModelOptions::load_options() const {
+ModelLoadOptions ModelOptions::load_options(const std::string& path) const {
   ModelLoadOptions o;
   o.load = no_mmap ? WeightLoad::Read : WeightLoad::Mmap;
   o.repack = !no_repack;
+  if (!io::parse_io_backend(io_backend, &o.offload.backend)) {
+    throw CLI::ValidationError("--io-backend", "unknown backend '" + io_backend + "' (auto, uring, pread)");
+  }
+  if (!memory_budget.empty()) {
+    std::error_code ec;
+    const auto file_bytes = std::filesystem::file_size(path, ec);
+    try {
+      o.offload.budget_bytes = cache::parse_memory_budget(memory_budget, ec ? 0 : static_cast<uint64_t>(file_bytes));
+    } catch (const std::invalid_argument& e) {
+      throw CLI::ValidationError("--memory-budget", e.what());
+    }
+    // Under a budget the weights are mapped (a repacked matrix gives its mapped pages back, see
+    // ModelWeights): reading them into memory would hold both copies.
+    o.load = WeightLoad::Mmap;
+  }
   return o;
 }
 

@@ -18,6 +18,9 @@ struct ModelOptions {
   int64_t batch = 512;
   bool no_mmap = false;
   bool no_repack = false;
+  // Issue 5: --memory-budget SIZE|P% (packs only) and --io-backend auto|uring|pread.
+  std::string memory_budget;
+  std::string io_backend = "auto";
 
   // Sparse FFN for decode steps (core/sparse): --sparse MODE, --sparse-threshold, --sparsity.
   std::string sparse_mode = "dense";
@@ -31,9 +34,13 @@ struct ModelOptions {
   void add_to(CLI::App& sub);
   // The sparse-FFN flags (run, bench); context_options() applies them.
   void add_sparse_to(CLI::App& sub);
+  // --memory-budget and --io-backend (run, bench, serve).
+  void add_memory_to(CLI::App& sub);
   // model_path, or the built-in demo model (created on first use) when none was given.
   std::string resolve_model_path() const;
-  ModelLoadOptions load_options() const;
+  // For the model file at `path` (a --memory-budget percentage is of its size). Throws
+  // CLI::ValidationError naming the flag for a bad budget or backend.
+  ModelLoadOptions load_options(const std::string& path) const;
   // Throws CLI::ValidationError for a sparse mode name it does not know or conflicting flags, and
   // when --profile is given (it needs the model: use the overload below).
   ContextOptions context_options() const;

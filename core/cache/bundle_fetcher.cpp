@@ -268,6 +268,7 @@ std::span<const FetchedBundle> BundleFetcher::next_arrivals() {
     const size_t got = reader_.harvest(std::span<io::ReadCompletion>(completions_), 1);
     stats_.io_wait_ns += static_cast<uint64_t>(now_ns() - t0);
     in_flight_ -= got;
+    if (in_flight_ == 0) stats_.busy_ns += static_cast<uint64_t>(now_ns() - window_start_ns_);
     n_arrivals_ = 0;
     for (size_t k = 0; k < got; ++k) settle_read(completions_[k]);
     if (failed_) {

@@ -65,6 +65,10 @@ struct FetcherStats {
   uint64_t bytes_wanted = 0;      // bundle bytes those reads were for
   uint64_t bytes_wasted = 0;      // coalescing and alignment overhead (io::CoalesceStats)
   uint64_t io_wait_ns = 0;        // time blocked in BatchReader::harvest
+  // Sum over windows of submit -> last completion harvested: the time reads were outstanding
+  // (bytes_read / busy_ns is the throughput the device delivered to the fetcher; it includes any
+  // compute the caller did before harvesting, so it is a lower bound).
+  uint64_t busy_ns = 0;
   uint64_t failed_reads = 0;
   // Read latency (submit -> harvest) in microseconds: bucket b counts [2^b, 2^(b+1)), bucket 0 also
   // below 1 us, the last bucket everything above.

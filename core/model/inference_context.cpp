@@ -37,7 +37,8 @@ InferenceContext::InferenceContext(const Model& model, ThreadPool& pool, const C
       pool_(pool),
       max_batch_(std::max<int64_t>(1, options.max_batch)),
       observer_(options.ffn_observer),
-      kv_(c_, resolve_context(c_, options)) {
+      kv_(c_, resolve_context(c_, options)),
+      offload_(model.offloaded_ffn()) {
   const int64_t B = max_batch_;
   x_.assign(sz(B, c_.n_embd), 0.0f);
   xb_.assign(sz(B, c_.n_embd), 0.0f);
@@ -79,6 +80,19 @@ void InferenceContext::setup_sparse(const SparseOptions& o) {
   if (!(o.target_sparsity >= 0.0f && o.target_sparsity < 1.0f)) {
     throw std::invalid_argument("sparse: target sparsity must be in [0, 1)");
   }
+  if (offload_ != nullptr) {
+    // Under a memory budget the FFN weights are read on demand: only what needs no dense gate.
+    if (o.mode == Mode::Oracle || o.mode == Mode::Threshold) {
+      throw std::invalid_argument(std::string("sparse mode ") + (o.mode == Mode::Oracle ? "oracle" : "threshold") +
+                                  " computes every neuron's gate, which a memory budget keeps on storage; "
+                                  "use the predictor mode or dense");
+    }
+    if (o.diagnostics) {
+      throw std::invalid_argument("sparse diagnostics (recall, precision) compute the dense FFN alongside; "
+                                  "they need the whole model in memory (no memory budget)");
+    }
+    if (observer_ != nullptr) throw std::invalid_argument("profiling needs the whole model in memory (no memory budget)");
+  }
   sparse_ = o;
   collect_stats_ = o.mode != Mode::Dense || o.diagnostics;
   stats_.assign(static_cast<size_t>(c_.n_layer), SparseLayerStats{});
@@ -103,6 +117,7 @@ void InferenceContext::setup_sparse(const SparseOptions& o) {
   pred_hidden_.assign(static_cast<size_t>(std::max<int64_t>(1, w.max_predictor_rank())), 0.0f);
   scores_.assign(static_cast<size_t>(F), 0.0f);
   if (o.diagnostics) dense_h_.assign(static_cast<size_t>(F), 0.0f);
+  if (offload_ != nullptr) bundle_ffn_.reserve(offload_->layout(), F, pool_.size());
 }
 
 SparseLayerStats InferenceContext::sparse_totals() const {
@@ -117,7 +132,7 @@ uint64_t InferenceContext::scratch_bytes() const {
   const size_t floats = x_.size() + xb_.size() + q_.size() + k_.size() + v_.size() + att_.size() + tmp_.size() +
                         gate_.size() + up_.size() + rope_cs_.size() + logits_.size();
   const size_t sparse = active_.size() + pred_hidden_.size() + scores_.size() + dense_h_.size();
-  return (floats + att_scratch_.size() + sparse) * sizeof(float) + sparse_scratch_.bytes();
+  return (floats + att_scratch_.size() + sparse) * sizeof(float) + sparse_scratch_.bytes() + bundle_ffn_.bytes();
 }
 
 int64_t InferenceContext::attention_scratch_floats() const {
@@ -166,7 +181,7 @@ void InferenceContext::ffn_down(const LayerWeights& L, const float* h, int64_t n
 
 void InferenceContext::forward_batch(const int32_t* tokens, int64_t n, bool want_logits) {
   const ModelWeights& w = model_.weights();
-  const int64_t E = c_.n_embd, Eq = c_.n_embd_q(), Ekv = c_.n_embd_kv(), F = c_.n_ff, R = c_.n_rot;
+  const int64_t E = c_.n_embd, Eq = c_.n_embd_q(), Ekv = c_.n_embd_kv(), R = c_.n_rot;
   const KernelTraits* embd = kernel_traits(w.token_embd.type);
   const KernelTraits* f16 = kernel_traits(GgmlType::F16);
 
@@ -181,8 +196,12 @@ void InferenceContext::forward_batch(const int32_t* tokens, int64_t n, bool want
   };
 
   per_token(0, [&](int64_t t) {
-    const auto* row = static_cast<const uint8_t*>(w.token_embd.data) + w.token_embd.row_stride * static_cast<uint64_t>(tokens[t]);
-    embd->to_float(row, &x_[sz(t, E)], E);
+    if (w.token_embd.data == nullptr) {  // under a memory budget the table stays on storage
+      offload_->embed(tokens[t], &x_[sz(t, E)]);
+    } else {
+      const auto* row = static_cast<const uint8_t*>(w.token_embd.data) + w.token_embd.row_stride * static_cast<uint64_t>(tokens[t]);
+      embd->to_float(row, &x_[sz(t, E)], E);
+    }
     rope_table(n_past_ + t, R, c_.rope_theta, &rope_cs_[sz(t, R)]);
   });
 
@@ -226,21 +245,7 @@ void InferenceContext::forward_batch(const int32_t* tokens, int64_t n, bool want
       if (sparse_ffn_on) ffn_decode_sparse(l, L, st);
       else ffn_decode_dense_counted(L, st);
     } else {
-      mm(L.ffn_gate, &xb_[sz(first, E)], m, &gate_[sz(first, F)]);
-      mm(L.ffn_up, &xb_[sz(first, E)], m, &up_[sz(first, F)]);
-      if (observer_ != nullptr) {
-        FfnObservation obs;
-        obs.layer = l;
-        obs.n_tokens = m;
-        obs.n_embd = E;
-        obs.n_ff = F;
-        obs.residual = &x_[sz(first, E)];
-        obs.gate = &gate_[sz(first, F)];
-        obs.up = &up_[sz(first, F)];
-        observer_->observe(obs, pool_);
-      }
-      per_token(first, [&](int64_t t) { ffn_activation(&gate_[sz(t, F)], &up_[sz(t, F)], F, c_.activation); });
-      ffn_down(L, &gate_[sz(first, F)], m, &tmp_[sz(first, E)]);
+      ffn_dense(l, L, first, m);
     }
     per_token(first, [&](int64_t t) { add_in_place(&x_[sz(t, E)], &tmp_[sz(t, E)], E); });
   }
@@ -250,6 +255,32 @@ void InferenceContext::forward_batch(const int32_t* tokens, int64_t n, bool want
     rms_norm(&x_[sz(n - 1, E)], w.output_norm, xb_.data(), E, c_.rms_eps);
     mm(w.output, xb_.data(), 1, logits_.data());
   }
+}
+
+void InferenceContext::ffn_dense(int64_t l, const LayerWeights& L, int64_t first, int64_t m) {
+  const int64_t E = c_.n_embd, F = c_.n_ff;
+  if (offload_ != nullptr) {  // the bundles are streamed from storage (no observer: see setup_sparse)
+    offload_->dense_step(l, &xb_[sz(first, E)], m, &gate_[sz(first, F)], &up_[sz(first, F)], &tmp_[sz(first, E)],
+                         pool_, mm_scratch_);
+    return;
+  }
+  mm(L.ffn_gate, &xb_[sz(first, E)], m, &gate_[sz(first, F)]);
+  mm(L.ffn_up, &xb_[sz(first, E)], m, &up_[sz(first, F)]);
+  if (observer_ != nullptr) {
+    FfnObservation obs;
+    obs.layer = l;
+    obs.n_tokens = m;
+    obs.n_embd = E;
+    obs.n_ff = F;
+    obs.residual = &x_[sz(first, E)];
+    obs.gate = &gate_[sz(first, F)];
+    obs.up = &up_[sz(first, F)];
+    observer_->observe(obs, pool_);
+  }
+  auto activate = [&](int64_t i, int) { ffn_activation(&gate_[sz(first + i, F)], &up_[sz(first + i, F)], F, c_.activation); };
+  if (m == 1) activate(0, 0);
+  else pool_.parallel_for(m, activate);
+  ffn_down(L, &gate_[sz(first, F)], m, &tmp_[sz(first, E)]);
 }
 
 void InferenceContext::ffn_decode_dense_counted(const LayerWeights& L, SparseLayerStats& st) {
@@ -328,7 +359,11 @@ void InferenceContext::ffn_decode_sparse(int64_t l, const LayerWeights& L, Spars
     st.true_positive += static_cast<uint64_t>(count_nonzero_at(dense_h_.data(), active, n_active));
   }
   const uint64_t t2 = now_ns();
-  if (n_active == F) {
+  if (offload_ != nullptr) {
+    // Through the neuron cache (predictor mode; setup_sparse refused the others).
+    if (n_active == F) ffn_dense(l, L, 0, 1);
+    else offload_->sparse_step(l, xb_.data(), active, n_active, pool_, bundle_ffn_, tmp_.data());
+  } else if (n_active == F) {
     // Nothing skipped: the dense kernels, so the result is the dense path's bit for bit.
     if (!dense_gate) mm(L.ffn_gate, xb_.data(), 1, gate);
     if (!dense_up) mm(L.ffn_up, xb_.data(), 1, up);

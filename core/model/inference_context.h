@@ -11,6 +11,7 @@
 #include "core/model/kv_cache.h"
 #include "core/model/model.h"
 #include "core/sparse/ffn_observer.h"
+#include "core/sparse/sparse_bundle_ffn.h"
 #include "core/sparse/sparse_ffn.h"
 #include "core/sparse/sparse_options.h"
 #include "core/sparse/sparse_stats.h"
@@ -77,6 +78,8 @@ class InferenceContext {
   // The FFN of a decode step in the sparse mode: xb_ row 0 (normed) and x_ row 0 (residual, for
   // the predictor) -> tmp_ row 0.
   void ffn_decode_sparse(int64_t layer, const LayerWeights& L, SparseLayerStats& stats);
+  // xb_ rows [first, first + m) -> tmp_ rows: the dense FFN (gate, up, activation, down).
+  void ffn_dense(int64_t layer, const LayerWeights& L, int64_t first, int64_t m);
   // The dense FFN of a decode step with diagnostics on: also counts the truly active neurons.
   void ffn_decode_dense_counted(const LayerWeights& L, SparseLayerStats& stats);
 
@@ -102,6 +105,8 @@ class InferenceContext {
   std::vector<float> layer_threshold_;  // (n_layer)
   std::vector<MatrixView> down_rows_;   // (n_layer) one row per neuron
   SparseFfnScratch sparse_scratch_;
+  OffloadedFfn* offload_ = nullptr;     // the model's neuron cache under a memory budget, or null
+  SparseBundleFfn bundle_ffn_;          // sparse steps through the neuron cache
   std::vector<int32_t> active_;         // (n_ff) neuron ids of the current layer
   std::vector<float> pred_hidden_;      // (max predictor rank)
   std::vector<float> scores_;           // (n_ff) predictor scores / quantile scratch

@@ -8,7 +8,11 @@ Model::Model(gguf::GgufFile file, ModelConfig config, Tokenizer tokenizer, const
     : file_(std::move(file)),
       config_(std::move(config)),
       tokenizer_(std::move(tokenizer)),
-      weights_(file_, config_, options.load, options.repack) {}
+      weights_(file_, config_, options.load, options.repack, options.offload.budget_bytes > 0) {
+  if (options.offload.budget_bytes > 0) {
+    offload_ = std::make_unique<OffloadedFfn>(file_, config_, weights_, options.offload);
+  }
+}
 
 std::unique_ptr<Model> Model::load(const std::string& path, const ModelLoadOptions& options) {
   gguf::GgufFile file = gguf::GgufFile::open(path);

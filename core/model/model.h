@@ -7,6 +7,7 @@
 #include "core/gguf/gguf_file.h"
 #include "core/model/model_config.h"
 #include "core/model/model_weights.h"
+#include "core/model/offloaded_ffn.h"
 #include "core/tokenizer/tokenizer.h"
 
 namespace ember {
@@ -14,6 +15,9 @@ namespace ember {
 struct ModelLoadOptions {
   WeightLoad load = WeightLoad::Mmap;
   bool repack = true;  // interleaved copies of Q4_0 matrices for faster matmuls (extra memory)
+  // A memory budget (offload.budget_bytes > 0, packs only): the FFN bundles stay on storage and go
+  // through the neuron cache (offloaded_ffn.h); everything else is mapped and stays resident.
+  OffloadOptions offload;
 };
 
 class Model {
@@ -25,6 +29,9 @@ class Model {
   const Tokenizer& tokenizer() const { return tokenizer_; }
   const ModelWeights& weights() const { return weights_; }
   const gguf::GgufFile& file() const { return file_; }
+  // The neuron cache when the model runs under a memory budget, else null. Shared by every context
+  // of the model (it serialises their FFN steps itself).
+  OffloadedFfn* offloaded_ffn() const { return offload_.get(); }
 
  private:
   Model(gguf::GgufFile file, ModelConfig config, Tokenizer tokenizer, const ModelLoadOptions& options);
@@ -32,6 +39,7 @@ class Model {
   ModelConfig config_;
   Tokenizer tokenizer_;
   ModelWeights weights_;
+  std::unique_ptr<OffloadedFfn> offload_;
 };
 
 }  // namespace ember

@@ -39,11 +39,25 @@ void check_shape(const gguf::TensorInfo& t, int64_t ne0, int64_t ne1) {
 
 }  // namespace
 
-ModelWeights::ModelWeights(const gguf::GgufFile& file, const ModelConfig& c, WeightLoad load, bool repack)
-    : load_(load), repack_(repack) {
-  token_embd = bind_matrix(file, "token_embd.weight", c.n_embd, c.n_vocab);
+ModelWeights::ModelWeights(const gguf::GgufFile& file, const ModelConfig& c, WeightLoad load, bool repack,
+                           bool offload_bundles)
+    : load_(load), repack_(repack), offload_bundles_(offload_bundles) {
+  // The embedding table is read row by row (no matmul): a repacked copy would only help when it
+  // doubles as the output head.
+  // Under a memory budget, an embedding table that is not also the output head stays on storage:
+  // a token needs one row of it (a small read), and on a 7B model it is ~2 % of the file.
+  const bool embd_on_storage = offload_bundles && file.find_tensor("output.weight") != nullptr;
+  repack_ = false;
+  token_embd = bind_matrix(file, "token_embd.weight", c.n_embd, c.n_vocab, !embd_on_storage);
+  token_embd_offset = require(file, "token_embd.weight").offset;
+  repack_ = repack;
   output_norm = bind_vector(file, "output_norm.weight", c.n_embd);
-  output = file.find_tensor("output.weight") ? bind_matrix(file, "output.weight", c.n_embd, c.n_vocab) : token_embd;
+  if (file.find_tensor("output.weight")) {
+    output = bind_matrix(file, "output.weight", c.n_embd, c.n_vocab);
+  } else {
+    output = token_embd;  // tied
+    repack_if_enabled(output);
+  }
   layers.resize(static_cast<size_t>(c.n_layer));
   is_pack_ = pack::is_pack(file.metadata());
   if (is_pack_) pack_info_ = pack::read_pack_info(file.metadata(), c.n_embd);
@@ -63,6 +77,9 @@ ModelWeights::ModelWeights(const gguf::GgufFile& file, const ModelConfig& c, Wei
     l.ffn_gate = bind_matrix(file, p + "ffn_gate.weight", c.n_embd, c.n_ff);
     l.ffn_up = bind_matrix(file, p + "ffn_up.weight", c.n_embd, c.n_ff);
     l.ffn_down = bind_matrix(file, p + "ffn_down.weight", c.n_ff, c.n_embd);
+  }
+  if (offload_bundles_ && !is_pack_) {
+    throw std::runtime_error("offloading FFN bundles needs a neuron-bundle pack (make one with `ember pack`)");
   }
   bind_sparse_tensors(file, c);
   if (is_pack_) has_down_t_ = true;  // the bundles' down columns (bind_pack_layer)
@@ -115,11 +132,16 @@ void ModelWeights::bind_pack_layer(const gguf::GgufFile& file, const ModelConfig
                                std::to_string(k) + " is not a frequency in [0, 1]");
     }
   }
-  const void* bundles = data_of(file, tb);
+  l.bundles_offset = tb.offset;
+  // Offloaded: the views keep their shapes for the kernels' checks, with no data; the neuron cache
+  // reads the bundles (core/model/offloaded_ffn.h).
+  const void* bundles = offload_bundles_ ? nullptr : data_of(file, tb);
   l.ffn_gate = pack::gate_view(b, bundles, c.n_ff, c.n_embd);
   l.ffn_up = pack::up_view(b, bundles, c.n_ff, c.n_embd);
-  repack_if_enabled(l.ffn_gate);  // the repackers read rows row_stride apart: bundle views work
-  repack_if_enabled(l.ffn_up);
+  // Bundle rows are never repacked: a repacked copy would add two thirds of the FFN's size to
+  // memory, and the neuron cache (offloaded_ffn.h) computes from the bundles as they are, so the
+  // all-in-RAM pack must too for results not to depend on the memory budget. Prompt batches lose
+  // little (matmul repacks row blocks on the fly); only dense one-token steps are slower.
   // No down matrix: matmul on it fails its stride check instead of reading through nullptr.
   l.ffn_down = MatrixView{};
   l.ffn_down.type = b.down_type;
@@ -257,7 +279,8 @@ const void* ModelWeights::data_of(const gguf::GgufFile& file, const gguf::Tensor
   return buffers_.back().data();
 }
 
-MatrixView ModelWeights::bind_matrix(const gguf::GgufFile& file, const std::string& name, int64_t ne0, int64_t ne1) {
+MatrixView ModelWeights::bind_matrix(const gguf::GgufFile& file, const std::string& name, int64_t ne0, int64_t ne1,
+                                     bool map_data) {
   const gguf::TensorInfo& t = require(file, name);
   check_shape(t, ne0, ne1);
   if (!kernel_traits(t.type)) {
@@ -269,9 +292,21 @@ MatrixView ModelWeights::bind_matrix(const gguf::GgufFile& file, const std::stri
   m.cols = ne0;
   m.rows = ne1;
   m.row_stride = row_bytes(t.type, static_cast<uint64_t>(ne0));
+  if (!map_data) return m;
   m.data = data_of(file, t);
   repack_if_enabled(m);
+  release_original_if_offloading(file, t, m);
   return m;
+}
+
+void ModelWeights::release_original_if_offloading(const gguf::GgufFile& file, const gguf::TensorInfo& t,
+                                                  const MatrixView& m) {
+  // Under a memory budget a matrix should not count twice. Once repacked, matmul reads the repacked
+  // copy (the original only for rows past the last whole panel, if any, which then page back in).
+  // The embedding table is also read row by row for the input tokens: it keeps its original.
+  if (!offload_bundles_ || load_ != WeightLoad::Mmap || m.repacked == nullptr || t.name == "token_embd.weight") return;
+  maps_.back().release_pages(file.file(), t.offset);
+  released_bytes_ += t.n_bytes;
 }
 
 void ModelWeights::repack_if_enabled(MatrixView& m) {

@@ -37,6 +37,10 @@ struct LayerWeights {
   // neuron_freq[k] of the profiled tokens (0 without a profile). Checked at load; (n_ff) each.
   const int32_t* neuron_perm = nullptr;
   const float* neuron_freq = nullptr;
+  // Packs only: file offset of blk.N.ffn_bundles. With offloaded bundles (ModelWeights'
+  // offload_bundles) the bundle views above have data == nullptr and the neuron cache
+  // (core/model/offloaded_ffn.h) reads the bundles from here.
+  uint64_t bundles_offset = 0;
 };
 
 class ModelWeights {
@@ -46,15 +50,25 @@ class ModelWeights {
   // repack: also keep a copy of each matrix in the kernels' interleaved layout where one exists
   // (Q4_0), which roughly doubles decode speed at the cost of that much extra memory, as
   // llama.cpp's CPU weight repacking does.
-  ModelWeights(const gguf::GgufFile& file, const ModelConfig& config, WeightLoad load, bool repack);
+  // offload_bundles (packs only): bind everything except the FFN bundles, which stay on storage
+  // and are read through the neuron cache (the memory budget of issue 5); with Mmap, matrices that
+  // were repacked give their mapped pages back, so only the repacked copy counts.
+  ModelWeights(const gguf::GgufFile& file, const ModelConfig& config, WeightLoad load, bool repack,
+               bool offload_bundles = false);
 
   MatrixView token_embd;              // (n_embd, n_vocab): row t is token t's embedding
+  // With offloaded bundles and an untied output head, the embedding table also stays on storage
+  // (token_embd.data == nullptr; OffloadedFfn::embed reads one row per input token from here).
+  uint64_t token_embd_offset = 0;
   const float* output_norm = nullptr; // (n_embd)
   MatrixView output;                  // (n_embd -> n_vocab); the embedding when output.weight is absent
   std::vector<LayerWeights> layers;
 
   uint64_t resident_bytes() const { return resident_bytes_; }
   uint64_t repacked_bytes() const { return repacked_bytes_; }
+  // What the bound weights hold in memory: resident + repacked - the pages given back.
+  uint64_t memory_bytes() const { return resident_bytes_ + repacked_bytes_ - released_bytes_; }
+  bool bundles_offloaded() const { return offload_bundles_; }
 
   // A neuron-bundle pack (`ember pack`, docs/pack-format.md): FFN neurons are bundles in
   // hottest-first order, gate/up views have row_stride = bundle_bytes, ffn_down.data is nullptr
@@ -77,7 +91,10 @@ class ModelWeights {
   uint64_t neuron_rows_bytes() const;
 
  private:
-  MatrixView bind_matrix(const gguf::GgufFile& file, const std::string& name, int64_t ne0, int64_t ne1);
+  // map_data false: shape and type checked, data left null (the tensor stays on storage).
+  MatrixView bind_matrix(const gguf::GgufFile& file, const std::string& name, int64_t ne0, int64_t ne1,
+                         bool map_data = true);
+  void release_original_if_offloading(const gguf::GgufFile& file, const gguf::TensorInfo& t, const MatrixView& m);
   const float* bind_vector(const gguf::GgufFile& file, const std::string& name, int64_t n);
   const void* data_of(const gguf::GgufFile& file, const gguf::TensorInfo& t);
   void bind_sparse_tensors(const gguf::GgufFile& file, const ModelConfig& config);
@@ -92,6 +109,8 @@ class ModelWeights {
   bool repack_ = false;
   uint64_t resident_bytes_ = 0;
   uint64_t repacked_bytes_ = 0;
+  uint64_t released_bytes_ = 0;
+  bool offload_bundles_ = false;
   bool has_predictor_ = false;
   bool has_down_t_ = false;
   bool is_pack_ = false;

@@ -34,7 +34,7 @@ int64_t strip_length(int64_t n_embd, int n_threads, uint32_t block) {
 }  // namespace
 
 void neuron_rows_matmul(const MatrixView& rows, const float* h, int64_t n_tokens, int64_t h_stride, float* out,
-                        int64_t out_stride, ThreadPool& pool) {
+                        int64_t out_stride, ThreadPool& pool, bool accumulate) {
   const KernelTraits* traits = kernel_traits(rows.type);
   if (traits == nullptr) {
     throw std::invalid_argument("neuron_rows_matmul: no kernels for type " + std::string(type_name(rows.type)));
@@ -49,7 +49,9 @@ void neuron_rows_matmul(const MatrixView& rows, const float* h, int64_t n_tokens
   pool.parallel_for(n_strips * n_blocks, [&](int64_t tile, int) {
     const int64_t e0 = (tile % n_strips) * strip, len = std::min(strip, E - e0);
     const int64_t t0 = (tile / n_strips) * kTokenBlock, t1 = std::min(n_tokens, t0 + kTokenBlock);
-    for (int64_t t = t0; t < t1; ++t) std::memset(out + t * out_stride + e0, 0, static_cast<size_t>(len) * sizeof(float));
+    if (!accumulate) {
+      for (int64_t t = t0; t < t1; ++t) std::memset(out + t * out_stride + e0, 0, static_cast<size_t>(len) * sizeof(float));
+    }
     alignas(64) float slice[kMaxStrip];
     const uint64_t offset = static_cast<uint64_t>(e0 / dt.block_size) * dt.type_size;
     const uint64_t slice_bytes = static_cast<uint64_t>(len / dt.block_size) * dt.type_size;

@@ -8,16 +8,41 @@
 #include "core/kernels/type_traits.h"
 #include "core/sparse/axpy.h"
 #include "core/sparse/q4_0_prepared_dot.h"
+#include "core/sparse/sparse_ffn_parts.h"
 
 namespace ember {
+namespace sparse_parts {
+
+void accumulate_down(const KernelTraits& dt, GgmlType type, int64_t n, float h, const uint8_t* row, float* out,
+                     float* tmp) {
+  switch (type) {
+    case GgmlType::F32: axpy(n, h, reinterpret_cast<const float*>(row), out); return;
+    case GgmlType::F16: axpy_f16(n, h, reinterpret_cast<const uint16_t*>(row), out); return;
+    case GgmlType::Q4_0: axpy_q4_0(n / kQK4_0, h, row, out); return;  // fused dequantize + accumulate
+    case GgmlType::Q8_0: axpy_q8_0(n / kQK8_0, h, row, out); return;
+    default:  // other quantized rows (ffn_down_t from a file): dequantize, then accumulate
+      dt.to_float(row, tmp, n);
+      axpy(n, h, tmp, out);
+  }
+}
+
+void reduce_partials(const float* partials, int64_t stride, int64_t n_chunks, int64_t n, float* out, ThreadPool& pool) {
+  const int64_t strip = std::max<int64_t>((n + pool.size() - 1) / pool.size(), kMinStrip);
+  pool.parallel_for((n + strip - 1) / strip, [&](int64_t si, int) {
+    const int64_t e0 = si * strip, e1 = std::min(n, e0 + strip);
+    std::memcpy(out + e0, partials + e0, static_cast<size_t>(e1 - e0) * sizeof(float));
+    for (int64_t c = 1; c < n_chunks; ++c) {
+      const float* p = partials + c * stride;
+      for (int64_t e = e0; e < e1; ++e) out[e] += p[e];
+    }
+  });
+}
+
+}  // namespace sparse_parts
+
 namespace {
 
-// The active list is cut into at most kMaxChunks contiguous chunks whatever the thread count; each
-// chunk sums its neurons into its own partial output in list order and the partials are added in
-// chunk order, so results do not depend on the number of threads or on scheduling.
-constexpr int64_t kMaxChunks = 8;
-constexpr int64_t kMinChunkNeurons = 16;  // below this a chunk is not worth its partial's zeroing
-constexpr int64_t kMinStrip = 64;         // reduction: output dims per strip at least
+using namespace sparse_parts;
 
 // A neuron's rows lie far from the previous neuron's: too far for the hardware prefetcher to
 // guess, so the loop asks for the gate row kPrefetchAhead neurons ahead while it computes the
@@ -33,38 +58,6 @@ inline void prefetch_bytes(const uint8_t* p, uint64_t n) {
 
 const uint8_t* row_of(const MatrixView& m, int64_t i) {
   return static_cast<const uint8_t*>(m.data) + m.row_stride * static_cast<uint64_t>(i);
-}
-
-// x converted to the type the matrix's vec_dot expects (F32: x itself).
-const void* convert_input(const KernelTraits& t, const float* x, int64_t n, std::vector<uint8_t>& buf) {
-  if (t.vec_dot_type == GgmlType::F32) return x;
-  kernel_traits(t.vec_dot_type)->from_float(x, buf.data(), n);
-  return buf.data();
-}
-
-// Dot products of one matrix's rows with x: Q4_0 rows through the prepared-input kernel
-// (q4_0_prepared_dot.h), every other type through its vec_dot on x converted once.
-struct RowDot {
-  const KernelTraits* traits = nullptr;
-  const void* x = nullptr;                     // converted input (vec_dot path)
-  const Q4PreparedInput* q4 = nullptr;         // prepared input (Q4_0 path)
-  float operator()(int64_t n, const uint8_t* row) const {
-    return q4 != nullptr ? dot_q4_0_prepared(row, *q4) : traits->vec_dot(n, row, x);
-  }
-};
-
-// out[0..n) += h * dequantize(row) for one neuron's whole down row.
-void accumulate_down(const KernelTraits& dt, GgmlType type, int64_t n, float h, const uint8_t* row, float* out,
-                     float* tmp) {
-  switch (type) {
-    case GgmlType::F32: axpy(n, h, reinterpret_cast<const float*>(row), out); return;
-    case GgmlType::F16: axpy_f16(n, h, reinterpret_cast<const uint16_t*>(row), out); return;
-    case GgmlType::Q4_0: axpy_q4_0(n / kQK4_0, h, row, out); return;  // fused dequantize + accumulate
-    case GgmlType::Q8_0: axpy_q8_0(n / kQK8_0, h, row, out); return;
-    default:  // other quantized rows (ffn_down_t from a file): dequantize, then accumulate
-      dt.to_float(row, tmp, n);
-      axpy(n, h, tmp, out);
-  }
 }
 
 }  // namespace
@@ -103,14 +96,13 @@ int64_t sparse_ffn(const SparseFfnArgs& a, ThreadPool& pool, SparseFfnScratch& s
   const uint64_t up_bytes = row_bytes(a.up.type, static_cast<uint64_t>(E));
   float* h = s.h.data();
 
-  const int64_t n_chunks =
-      std::clamp<int64_t>((a.n_active + kMinChunkNeurons - 1) / kMinChunkNeurons, 1, kMaxChunks);
+  const int64_t n_chunks = chunk_count(a.n_active);
   // One chunk writes the output directly; more sum into partials reduced below.
   auto chunk_out = [&](int64_t c) {
     return n_chunks == 1 ? a.out : s.partials.data() + static_cast<size_t>(c) * static_cast<size_t>(s.row_floats);
   };
   pool.parallel_for(n_chunks, [&](int64_t c, int thread) {
-    const int64_t begin = a.n_active * c / n_chunks, end = a.n_active * (c + 1) / n_chunks;
+    const int64_t begin = chunk_begin(a.n_active, n_chunks, c), end = chunk_begin(a.n_active, n_chunks, c + 1);
     float* out = chunk_out(c);
     float* tmp = s.tmp.data() + static_cast<size_t>(thread) * static_cast<size_t>(s.row_floats);
     std::memset(out, 0, static_cast<size_t>(E) * sizeof(float));
@@ -134,17 +126,7 @@ int64_t sparse_ffn(const SparseFfnArgs& a, ThreadPool& pool, SparseFfnScratch& s
   for (int64_t k = 0; k < a.n_active; ++k) nonzero += h[k] != 0.0f ? 1 : 0;
   if (n_chunks == 1) return nonzero;
 
-  // out = partial 0 + partial 1 + ..., in chunk order, strip by strip.
-  const int64_t strip = std::max<int64_t>((E + pool.size() - 1) / pool.size(), kMinStrip);
-  pool.parallel_for((E + strip - 1) / strip, [&](int64_t si, int) {
-    const int64_t e0 = si * strip, e1 = std::min(E, e0 + strip);
-    float* out = a.out;
-    std::memcpy(out + e0, chunk_out(0) + e0, static_cast<size_t>(e1 - e0) * sizeof(float));
-    for (int64_t c = 1; c < n_chunks; ++c) {
-      const float* p = chunk_out(c);
-      for (int64_t e = e0; e < e1; ++e) out[e] += p[e];
-    }
-  });
+  reduce_partials(s.partials.data(), s.row_floats, n_chunks, E, a.out, pool);
   return nonzero;
 }
 

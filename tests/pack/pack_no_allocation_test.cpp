@@ -2,6 +2,7 @@
 // included): counted by replacing the global operator new in this test binary.
 #include <doctest/doctest.h>
 
+#include "core/cache/budget_planner.h"
 #include "tests/pack/pack_support.h"
 #include "tests/sparse/decode_allocations.h"
 #include "tests/support/counting_new.h"
@@ -13,6 +14,45 @@ TEST_CASE("decode steps on a pack do not allocate") {
   auto model = Model::load(files.pk.string());
   REQUIRE(model->weights().is_pack());
   test::check_decode_does_not_allocate(*model, test::allocation_count);
+}
+
+}  // namespace ember
+
+namespace ember {
+
+TEST_CASE("decode steps under a memory budget do not allocate (cache hits, misses and streamed steps)") {
+  const test::SourceAndPack files(test::allocation_test_spec(GgmlType::Q4_0, GgmlType::Q8_0), "pack-noalloc-budget");
+  ModelLoadOptions lo;
+  lo.offload.budget_bytes = 1;
+  uint64_t minimum = 0;
+  try {
+    Model::load(files.pk.string(), lo);
+  } catch (const cache::BudgetTooSmall& e) {
+    minimum = e.minimum_bytes();
+  }
+  REQUIRE(minimum > 0);
+  lo.offload.budget_bytes = minimum;  // the smallest cache: misses and evictions every step
+  lo.offload.backend = io::IoBackend::Pread;
+  auto model = Model::load(files.pk.string(), lo);
+  ThreadPool pool(2);
+  for (SparseOptions::Mode m : {SparseOptions::Mode::Dense, SparseOptions::Mode::Predictor}) {
+    CAPTURE(sparse_mode_name(m));
+    ContextOptions o;
+    o.n_ctx = 64;
+    o.sparse.mode = m;
+    InferenceContext ctx(*model, pool, o);
+    const int32_t prompt[] = {1, 270, 280};
+    const float* logits = ctx.eval(prompt);
+    int32_t next = test::argmax(logits, model->config().n_vocab);
+    logits = ctx.eval(std::span<const int32_t>(&next, 1));  // warm-up
+    const long before = test::allocation_count();
+    for (int i = 0; i < 8; ++i) {
+      next = test::argmax(logits, model->config().n_vocab);
+      logits = ctx.eval(std::span<const int32_t>(&next, 1));
+    }
+    CHECK(test::allocation_count() == before);
+  }
+  CHECK(model->offloaded_ffn()->stats().fetch.bytes_read > 0);
 }
 
 }  // namespace ember

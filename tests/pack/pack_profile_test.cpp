@@ -57,15 +57,7 @@ TEST_CASE("a profile orders the bundles hottest first and its frequencies are st
 }
 
 TEST_CASE("a synthetic TurboSparse-like model (Q4_0, predictor, ffn_down_t) packs and runs the same") {
-  synth::SynthOptions s;
-  s.preset = "tiny";
-  s.type = GgmlType::Q4_0;
-  s.activation = FfnActivation::DReLU;
-  s.predictor = true;
-  s.down_transposed = true;
-  s.threads = 2;
-  s.output_path = test::temp_path("pack-synth-src").string();
-  synth::write_synth_model(s);
+  const synth::SynthOptions s = test::tiny_turbosparse_synth("pack-synth-src");
   const auto pk = test::make_pack(s.output_path, "pack-synth", {});
   // An identity pack would hide permutation bugs: also one in reversed order.
   auto src = Model::load(s.output_path);

@@ -14,12 +14,28 @@
 #include "core/gguf/gguf_file.h"
 #include "core/gguf/gguf_writer.h"
 #include "core/pack/pack_writer.h"
+#include "core/synth/synth_writer.h"
 #include "tests/sparse/sparse_model_builder.h"
 
 namespace ember::test {
 
 inline std::filesystem::path temp_path(const std::string& name) {
   return std::filesystem::temp_directory_path() / (name + "-" + std::to_string(::getpid()) + ".gguf");
+}
+
+// A tiny TurboSparse-like synthetic model: drelu, Q4_0, predictor, ffn_down_t; written to the temp
+// path named after `name`.
+inline synth::SynthOptions tiny_turbosparse_synth(const std::string& name) {
+  synth::SynthOptions s;
+  s.preset = "tiny";
+  s.type = GgmlType::Q4_0;
+  s.activation = FfnActivation::DReLU;
+  s.predictor = true;
+  s.down_transposed = true;
+  s.threads = 2;
+  s.output_path = temp_path(name).string();
+  synth::write_synth_model(s);
+  return s;
 }
 
 // Every layer's bundles in reverse neuron order (a non-identity permutation the tests can predict).

@@ -146,53 +146,8 @@ TEST_CASE("an unreadable API key file stops ember serve before it loads anything
 
 namespace {
 
-// `ember ARGS...` in the background with stderr to a file; the destructor kills it if still running.
-struct Daemon {
-  Daemon(const std::vector<std::string>& args, const std::string& err_path) {
-    pid = ::fork();
-    if (pid == 0) {
-      FILE* err = std::freopen(err_path.c_str(), "w", stderr);
-      (void)err;
-      std::vector<char*> argv{const_cast<char*>(EMBER_BINARY)};
-      for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-      argv.push_back(nullptr);
-      ::execv(EMBER_BINARY, argv.data());
-      std::_Exit(127);
-    }
-  }
-  ~Daemon() {
-    if (pid > 0 && !reaped) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, nullptr, 0);
-    }
-  }
-  // SIGTERM, then the exit code (-1 when it did not exit normally within 20 s).
-  int terminate() {
-    ::kill(pid, SIGTERM);
-    for (int i = 0; i < 2000; ++i) {
-      int status = 0;
-      if (::waitpid(pid, &status, WNOHANG) == pid) {
-        reaped = true;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return -1;
-  }
-  pid_t pid = -1;
-  bool reaped = false;
-};
-
-// Waits up to 20 s for `text` to appear in the file; returns the file's text.
-std::string wait_for_text(const std::string& path, const std::string& text) {
-  std::string s;
-  for (int i = 0; i < 2000; ++i) {
-    s = slurp(path);
-    if (s.find(text) != std::string::npos) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return s;
-}
+using ember::test::Daemon;
+using ember::test::wait_for_text;
 
 // One HTTP/1.0 GET over a connected socket; the whole response.
 std::string get_over(int fd, const std::string& target) {

@@ -1,0 +1,167 @@
+#pragma once
+// A pack's FFN layers run with their bundles on storage, under a memory budget (issue 5).
+//
+// At load: plan the budget (core/cache/budget_planner.h: the weights that stay resident, each
+// layer's hot prefix by the pack's activation frequencies, a pool of cold slots), read the hot
+// prefixes in large sequential reads, open the pack for O_DIRECT reads with the chosen backend.
+//
+// Sparse decode step (one token, the predictor's active list): the cache hands out the resident
+// bundles at once and reads the missing ones in coalesced batches; the resident neurons are
+// computed while the reads are in flight, each arriving bundle as its read completes, and the down
+// projection is summed in list order (core/sparse/sparse_bundle_ffn.h), so the output is the
+// all-in-RAM pack's bit for bit at every budget.
+//
+// Dense step (a prompt batch, or a decode step without a sparse mode): every neuron is needed, so
+// the layer's bundles are streamed past the cache in large sequential reads, double-buffered
+// (chunk j+1 is read while chunk j is computed); chunks inside the hot prefix are used in place.
+// Chunk boundaries do not depend on the budget (multiples of 64 neurons), and gate/up/down use the
+// same kernels as the all-in-RAM pack with repacking off: the same floats again.
+//
+// One OffloadedFfn serves every context of a model (the cache stays warm across requests); the
+// calls serialise on a mutex, so contexts on different threads take turns layer by layer.
+// Nothing allocates per step.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/cache/activation_tracker.h"
+#include "core/cache/budget_planner.h"
+#include "core/cache/bundle_fetcher.h"
+#include "core/cache/neuron_cache.h"
+#include "core/cache/tracker_file.h"
+#include "core/kernels/matmul.h"
+#include "core/kernels/thread_pool.h"
+#include "core/model/offload_stats.h"
+#include "core/model/model_config.h"
+#include "core/model/model_weights.h"
+#include "core/sparse/sparse_bundle_ffn.h"
+#include "io/direct_file.h"
+#include "io/io_backend.h"
+
+namespace ember {
+
+struct OffloadOptions {
+  uint64_t budget_bytes = 0;  // 0: off (the whole pack in RAM)
+  io::IoBackend backend = io::IoBackend::Auto;
+  io::ReaderOptions reader;               // queue depth, in-flight capacity, pread threads
+  uint32_t max_read_bytes = 128u << 10;   // coalesced cold-bundle reads stop here
+  uint32_t stream_chunk_bytes = 4u << 20; // dense steps: bytes of bundles per streamed chunk
+  // Read-only: open the pack buffered instead of O_DIRECT (tests on file systems without it use
+  // the fallback anyway; this is for callers that want the page cache).
+  bool buffered = false;
+  // Tests: wraps the reader (e.g. in an io::FaultInjectingReader) before anything is read.
+  std::function<std::unique_ptr<io::BatchReader>(std::unique_ptr<io::BatchReader>)> wrap_reader;
+  // Online adaptation: half-life in tokens of the live activation counts (ActivationTracker).
+  double activation_half_life = cache::kDefaultHalfLifeTokens;
+};
+
+class OffloadedFfn {
+ public:
+  // `weights` must have been bound with offload_bundles. Throws cache::BudgetTooSmall (with the
+  // minimum) when the budget cannot hold the resident weights plus one layer's worth of cold slots,
+  // io::IoError when the pack cannot be opened or io_uring was asked for and does not work, and
+  // cache::FetchError when the hot prefixes cannot be read.
+  OffloadedFfn(const gguf::GgufFile& file, const ModelConfig& config, const ModelWeights& weights,
+               const OffloadOptions& options);
+  OffloadedFfn(const OffloadedFfn&) = delete;
+  OffloadedFfn& operator=(const OffloadedFfn&) = delete;
+
+  // out (n_embd) = the FFN of one token (x: normed input) over the listed bundle numbers.
+  // `kernel` is the caller's (per context) and reserved with layout(). Throws cache::FetchError
+  // on a failed read (the cache stays consistent; the next step works).
+  void sparse_step(int64_t layer, const float* x, const int32_t* active, int64_t n_active, ThreadPool& pool,
+                   SparseBundleFfn& kernel, float* out);
+
+  // The dense FFN of n tokens: x (n rows of n_embd, normed), gate/up: n rows of n_ff floats of
+  // scratch (row stride n_ff), out: n rows of n_embd (overwritten). Throws cache::FetchError.
+  void dense_step(int64_t layer, const float* x, int64_t n, float* gate, float* up, float* out, ThreadPool& pool,
+                  MatmulScratch& scratch);
+
+  // out (n_embd) = token's embedding, read from storage (ModelWeights::token_embd_offset) when the
+  // table is not resident. Throws io::IoError on a failed read.
+  void embed(int32_t token, float* out);
+
+  BundleRowsLayout layout() const { return layout_; }
+  const cache::BudgetPlan& plan() const { return plan_; }
+  uint64_t budget_bytes() const { return budget_; }
+  uint64_t weights_bytes() const { return weights_bytes_; }     // resident weights (the plan's resident)
+  // Staging + stream buffers: scratch outside the budget, like the KV cache.
+  uint64_t io_buffer_bytes() const { return io_buffer_bytes_; }
+  std::string backend_name() const;
+  uint32_t queue_depth() const;
+  bool direct_io() const { return file_.is_direct(); }
+  // Lines for the caller to log: io_uring fallback, no O_DIRECT, unregistered buffers.
+  const std::vector<std::string>& warnings() const { return warnings_; }
+
+  OffloadStats stats() const;
+  void reset_stats();
+
+  // Online adaptation (issue 5). Every sparse step records its active list in a tracker with
+  // exponential decay, seeded with the pack's offline frequencies. replan() plans the budget again
+  // from the live frequencies and, when the hot prefixes change, rebuilds the cache (the old one is
+  // freed first, so memory never holds both) and reads the new hot prefixes: call it between
+  // requests, it takes a while. Returns true when the plan changed. Throws like the constructor;
+  // after a failed read of the new hot prefixes the cache is left working with no hot neurons
+  // (correct, slower) and a later replan() can try again.
+  bool replan();
+  uint64_t replans() const;
+  // Saves the live counts atomically (cache/tracker_file.h) / replaces them with a saved file's
+  // (throws std::runtime_error when it was saved for another pack).
+  void save_activations(const std::string& path) const;
+  void load_activations(const std::string& path);
+  // Which pack the counts belong to: the file size and every layer's neuron permutation.
+  uint64_t pack_fingerprint() const { return fingerprint_; }
+
+  // Tests: throws std::logic_error when the cache's invariants do not hold or a fetch is pending.
+  void check_consistency() const;
+
+ private:
+  struct StreamBuffer {
+    io::AlignedBuffer bytes;
+    int64_t chunk = -1;           // the chunk it holds or is reading
+    const uint8_t* data = nullptr;
+    uint32_t pending = 0;         // reads in flight
+  };
+  int64_t chunk_neurons() const { return chunk_neurons_; }
+  cache::BudgetPlanInput plan_input(bool live) const;
+  cache::TrackerIdentity tracker_identity() const;
+  void build_cache();
+  const uint8_t* hot_data(int64_t layer, int64_t first, int64_t end);
+  void start_chunk(int64_t layer, int64_t chunk, StreamBuffer& buf);
+  void wait_chunk(StreamBuffer& buf, StreamBuffer& other);
+  void drain_streams(StreamBuffer& a, StreamBuffer& b);
+
+  const ModelConfig& c_;
+  const ModelWeights& w_;
+  BundleRowsLayout layout_;
+  uint64_t bundle_bytes_ = 0;
+  uint64_t budget_ = 0;
+  uint64_t weights_bytes_ = 0;
+  uint64_t io_buffer_bytes_ = 0;
+  int64_t chunk_neurons_ = 0;
+  cache::BudgetPlan plan_;
+  OffloadOptions options_;
+  uint64_t staging_bytes_ = 0;
+  uint64_t fingerprint_ = 0;
+  std::unique_ptr<cache::ActivationTracker> tracker_;
+  uint64_t replans_ = 0;
+  io::DirectFile file_;
+  std::unique_ptr<io::BatchReader> reader_;
+  std::unique_ptr<cache::NeuronCache> cache_;
+  std::unique_ptr<cache::BundleFetcher> fetcher_;
+  StreamBuffer stream_[2];
+  io::AlignedBuffer embed_row_;                  // one embedding row, aligned for O_DIRECT
+  std::vector<io::ReadRequest> requests_;        // one chunk's reads
+  std::vector<io::ReadCompletion> completions_;  // reader capacity
+  std::string stream_failure_;
+  std::vector<std::string> warnings_;
+  mutable std::mutex mutex_;
+  OffloadStats stats_;    // besides the cache's and fetcher's own
+  OffloadStats carried_;  // the cache's and fetcher's counters from before the last replan()
+  mutable std::vector<float> live_freq_;  // replan(): every layer's fitted live frequencies
+};
+
+}  // namespace ember

@@ -1,0 +1,101 @@
+#include "core/sparse/sparse_bundle_ffn.h"
+
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "core/kernels/type_traits.h"
+#include "core/sparse/sparse_ffn_parts.h"
+
+namespace ember {
+
+using namespace sparse_parts;
+
+void SparseBundleFfn::reserve(const BundleRowsLayout& layout, int64_t n_ff, int n_threads) {
+  for (GgmlType t : {layout.gate_type, layout.up_type, layout.down_type}) {
+    const KernelTraits* k = kernel_traits(t);
+    if (k == nullptr || layout.n_embd <= 0 || layout.n_embd % k->block_size != 0) {
+      throw std::invalid_argument("sparse bundle FFN: type " + std::string(type_name(t)) + " cannot hold rows of " +
+                                  std::to_string(layout.n_embd) + " values");
+    }
+  }
+  layout_ = layout;
+  scratch_.reserve(layout.n_embd, n_ff, n_threads);
+  bundles_.assign(static_cast<size_t>(n_ff), nullptr);
+}
+
+uint64_t SparseBundleFfn::bytes() const { return scratch_.bytes() + bundles_.size() * sizeof(void*); }
+
+void SparseBundleFfn::begin(FfnActivation act, const float* x, int64_t n_active) {
+  act_ = act;
+  n_active_ = n_active;
+  const int64_t E = layout_.n_embd;
+  q4_gate_ = layout_.gate_type == GgmlType::Q4_0;
+  q4_up_ = layout_.up_type == GgmlType::Q4_0;
+  if (q4_gate_ || q4_up_) scratch_.x_q4.prepare(x, E);
+  x_gate_ = q4_gate_ ? nullptr : convert_input(*kernel_traits(layout_.gate_type), x, E, scratch_.x_gate);
+  x_up_ = q4_up_ ? nullptr : convert_input(*kernel_traits(layout_.up_type), x, E, scratch_.x_up);
+}
+
+void SparseBundleFfn::activate(int64_t k, const uint8_t* bundle) {
+  const int64_t E = layout_.n_embd;
+  // The same dots and the same early exit as sparse_ffn(), so h_k is the same float.
+  const RowDot gate_dot{kernel_traits(layout_.gate_type), x_gate_, q4_gate_ ? &scratch_.x_q4 : nullptr};
+  const RowDot up_dot{kernel_traits(layout_.up_type), x_up_, q4_up_ ? &scratch_.x_q4 : nullptr};
+  bundles_[static_cast<size_t>(k)] = bundle;
+  const float g = gate_dot(E, bundle);
+  if (is_relu_family(act_) && !(g > 0.0f)) {
+    scratch_.h[static_cast<size_t>(k)] = 0.0f;
+    return;
+  }
+  scratch_.h[static_cast<size_t>(k)] = neuron_activation(act_, g, up_dot(E, bundle + layout_.up_offset));
+}
+
+namespace {
+
+// Bundles lie anywhere in memory: too far apart for the hardware prefetcher, so the loops ask for
+// the row kPrefetchAhead neurons ahead (as sparse_ffn does).
+constexpr int64_t kPrefetchAhead = 2;
+
+inline void prefetch_bytes(const uint8_t* p, uint64_t n) {
+  for (uint64_t b = 0; b < n; b += 64) __builtin_prefetch(p + b);
+}
+
+}  // namespace
+
+template <bool kActivate>
+int64_t SparseBundleFfn::sum_down(float* out, ThreadPool& pool) {
+  const int64_t E = layout_.n_embd, n = n_active_;
+  const KernelTraits& dt = *kernel_traits(layout_.down_type);
+  const uint64_t ahead_bytes = kActivate ? row_bytes(layout_.gate_type, static_cast<uint64_t>(E))
+                                         : row_bytes(layout_.down_type, static_cast<uint64_t>(E));
+  const uint64_t ahead_offset = kActivate ? 0 : layout_.down_offset;
+  const float* h = scratch_.h.data();
+  const int64_t n_chunks = chunk_count(n);
+  const auto stride = static_cast<size_t>(scratch_.row_floats);
+  float* partials = scratch_.partials.data();
+  pool.parallel_for(n_chunks, [&](int64_t c, int thread) {
+    float* o = n_chunks == 1 ? out : partials + static_cast<size_t>(c) * stride;
+    float* tmp = scratch_.tmp.data() + static_cast<size_t>(thread) * stride;
+    std::memset(o, 0, static_cast<size_t>(E) * sizeof(float));
+    const int64_t end = chunk_begin(n, n_chunks, c + 1);
+    for (int64_t k = chunk_begin(n, n_chunks, c); k < end; ++k) {
+      if (k + kPrefetchAhead < end) prefetch_bytes(bundles_[static_cast<size_t>(k + kPrefetchAhead)] + ahead_offset, ahead_bytes);
+      if constexpr (kActivate) activate(k, bundles_[static_cast<size_t>(k)]);
+      const float hk = h[k];
+      if (hk != 0.0f) {
+        accumulate_down(dt, layout_.down_type, E, hk, bundles_[static_cast<size_t>(k)] + layout_.down_offset, o, tmp);
+      }
+    }
+  });
+  int64_t nonzero = 0;
+  for (int64_t k = 0; k < n; ++k) nonzero += h[k] != 0.0f ? 1 : 0;
+  if (n_chunks > 1) reduce_partials(partials, scratch_.row_floats, n_chunks, E, out, pool);
+  return nonzero;
+}
+
+int64_t SparseBundleFfn::finish(float* out, ThreadPool& pool) { return sum_down<false>(out, pool); }
+
+int64_t SparseBundleFfn::run(float* out, ThreadPool& pool) { return sum_down<true>(out, pool); }
+
+}  // namespace ember

@@ -1,0 +1,55 @@
+#pragma once
+// Pieces shared by the two sparse FFN kernels, sparse_ffn (rows addressed through MatrixViews, one
+// fused pass per neuron) and SparseBundleFfn (bundles addressed by pointer, as they arrive from the
+// neuron cache). Both must produce the same floats for the same active list, so the row dots, the
+// down accumulation, the chunking of the list and the reduction of the chunks live here, once.
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "core/kernels/thread_pool.h"
+#include "core/kernels/type_traits.h"
+#include "core/sparse/q4_0_prepared_dot.h"
+
+namespace ember::sparse_parts {
+
+// The active list is cut into at most kMaxChunks contiguous chunks whatever the thread count; each
+// chunk sums its neurons into its own partial output in list order and the partials are added in
+// chunk order, so results do not depend on the number of threads or on scheduling.
+inline constexpr int64_t kMaxChunks = 8;
+inline constexpr int64_t kMinChunkNeurons = 16;  // below this a chunk is not worth its partial's zeroing
+inline constexpr int64_t kMinStrip = 64;         // reduction: output dims per strip at least
+
+inline int64_t chunk_count(int64_t n_active) {
+  return std::clamp<int64_t>((n_active + kMinChunkNeurons - 1) / kMinChunkNeurons, 1, kMaxChunks);
+}
+inline int64_t chunk_begin(int64_t n_active, int64_t n_chunks, int64_t c) { return n_active * c / n_chunks; }
+
+// x converted to the type the matrix's vec_dot expects (F32: x itself).
+inline const void* convert_input(const KernelTraits& t, const float* x, int64_t n, std::vector<uint8_t>& buf) {
+  if (t.vec_dot_type == GgmlType::F32) return x;
+  kernel_traits(t.vec_dot_type)->from_float(x, buf.data(), n);
+  return buf.data();
+}
+
+// Dot products of one matrix's rows with x: Q4_0 rows through the prepared-input kernel
+// (q4_0_prepared_dot.h), every other type through its vec_dot on x converted once.
+struct RowDot {
+  const KernelTraits* traits = nullptr;
+  const void* x = nullptr;              // converted input (vec_dot path)
+  const Q4PreparedInput* q4 = nullptr;  // prepared input (Q4_0 path)
+  float operator()(int64_t n, const uint8_t* row) const {
+    return q4 != nullptr ? dot_q4_0_prepared(row, *q4) : traits->vec_dot(n, row, x);
+  }
+};
+
+// out[0..n) += h * dequantize(row) for one neuron's whole down row.
+void accumulate_down(const KernelTraits& dt, GgmlType type, int64_t n, float h, const uint8_t* row, float* out,
+                     float* tmp);
+
+// out = partial 0 + partial 1 + ... (n_chunks partials of n floats, `stride` apart), in chunk
+// order, strip by strip over the pool.
+void reduce_partials(const float* partials, int64_t stride, int64_t n_chunks, int64_t n, float* out, ThreadPool& pool);
+
+}  // namespace ember::sparse_parts
