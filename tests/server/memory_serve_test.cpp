@@ -26,6 +26,7 @@ namespace ember::test_memory {
 namespace {
 
 using namespace ember::test_http;
+using test_server::drelu_predictor_model_path;
 using server::test::contains;
 using server::test::Env;
 using server::test::error_of;
@@ -33,16 +34,8 @@ using server::test::error_of;
 // The tiny synthetic preset with a dReLU FFN and predictors, packed (identity order, no profile).
 const std::string& tiny_pack_path() {
   static const std::string path = [] {
-    synth::SynthOptions o;
-    o.preset = "tiny";
-    o.type = GgmlType::Q8_0;
-    o.activation = FfnActivation::DReLU;
-    o.predictor = true;
-    o.threads = 2;
-    o.output_path = (test_dir() / "memory-src.gguf").string();
-    synth::write_synth_model(o);
     pack::PackOptions p;
-    p.source_path = o.output_path;
+    p.source_path = drelu_predictor_model_path();
     p.output_path = (test_dir() / "memory-pack.gguf").string();
     pack::write_pack(p);
     return p.output_path;

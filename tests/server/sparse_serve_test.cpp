@@ -33,21 +33,7 @@ ServeConfig from_json(const char* text) {
   return c;
 }
 
-// The tiny synthetic preset with a dReLU FFN and PowerInfer predictors (as tests/sparse does).
-const std::string& drelu_predictor_model_path() {
-  static const std::string path = [] {
-    synth::SynthOptions o;
-    o.preset = "tiny";
-    o.type = GgmlType::Q8_0;
-    o.activation = FfnActivation::DReLU;
-    o.predictor = true;
-    o.threads = 2;
-    o.output_path = (test_server::test_dir() / "tiny-drelu-predictor.gguf").string();
-    synth::write_synth_model(o);
-    return o.output_path;
-  }();
-  return path;
-}
+using test_server::drelu_predictor_model_path;
 
 // Runs one greedy completion to its end; returns the error message ("" on success).
 std::string complete(EngineWorker& engine, const std::string& prompt, int64_t max_tokens) {

@@ -7,22 +7,11 @@
 #include <unistd.h>
 
 #include "core/synth/synth_writer.h"
+#include "tests/support/scratch_dir.h"
 
 namespace ember::test_server {
 
-inline const std::filesystem::path& test_dir() {
-  struct Dir {
-    std::filesystem::path path =
-        std::filesystem::temp_directory_path() / ("ember-server-test-" + std::to_string(::getpid()));
-    Dir() { std::filesystem::create_directories(path); }
-    ~Dir() {
-      std::error_code ignored;
-      std::filesystem::remove_all(path, ignored);
-    }
-  };
-  static const Dir dir;
-  return dir.path;
-}
+inline const std::filesystem::path& test_dir() { return test::scratch_dir("ember-server-test"); }
 
 inline const std::string& tiny_model_path() {
   static const std::string path = [] {
@@ -31,6 +20,22 @@ inline const std::string& tiny_model_path() {
     o.type = GgmlType::Q8_0;
     o.output_path = (test_dir() / "tiny.gguf").string();
     o.threads = 2;
+    synth::write_synth_model(o);
+    return o.output_path;
+  }();
+  return path;
+}
+
+// The tiny synthetic preset with a dReLU FFN and PowerInfer predictors (as tests/sparse does).
+inline const std::string& drelu_predictor_model_path() {
+  static const std::string path = [] {
+    synth::SynthOptions o;
+    o.preset = "tiny";
+    o.type = GgmlType::Q8_0;
+    o.activation = FfnActivation::DReLU;
+    o.predictor = true;
+    o.threads = 2;
+    o.output_path = (test_dir() / "tiny-drelu-predictor.gguf").string();
     synth::write_synth_model(o);
     return o.output_path;
   }();

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "tests/support/scratch_dir.h"
 #include "tests/tools/serve_cli_support.h"
 
 namespace {
@@ -36,20 +37,7 @@ void check_one_line_error(const Run& r, const std::string& must_mention) {
   CHECK(error_line.find(must_mention) != std::string::npos);
 }
 
-// A folder of its own for this test process, removed at exit.
-const std::filesystem::path& work_dir() {
-  struct Dir {
-    std::filesystem::path path =
-        std::filesystem::temp_directory_path() / ("ember-serve-memory-cli-" + std::to_string(::getpid()));
-    Dir() { std::filesystem::create_directories(path); }
-    ~Dir() {
-      std::error_code ignored;
-      std::filesystem::remove_all(path, ignored);
-    }
-  };
-  static const Dir dir;
-  return dir.path;
-}
+const std::filesystem::path& work_dir() { return ember::test::scratch_dir("ember-serve-memory-cli"); }
 
 // A tiny dReLU model with predictors and its pack (made once).
 const std::string& plain_model() {
