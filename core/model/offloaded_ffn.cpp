@@ -346,28 +346,29 @@ void OffloadedFfn::dense_step(int64_t layer, const float* x, int64_t n, float* g
   ++stats_.dense_steps;
   const int64_t F = c_.n_ff, E = c_.n_embd, cn = chunk_neurons_;
   const int64_t n_chunks = (F + cn - 1) / cn;
-  auto chunk_end = [&](int64_t j) { return std::min(F, (j + 1) * cn); };
-  auto in_hot = [&](int64_t j) { return hot_data(layer, j * cn, chunk_end(j)) != nullptr; };
+  // Neurons [first, first + count) from their bundles; the down sums continue those of the earlier
+  // neurons (ascending), so any split at multiples of 64 neurons gives the whole layer's floats.
+  auto compute = [&](int64_t first, int64_t count, const uint8_t* bundles) {
+    MatrixView g{layout_.gate_type, E, count, bundles, bundle_bytes_, nullptr};
+    MatrixView u{layout_.up_type, E, count, bundles + layout_.up_offset, bundle_bytes_, nullptr};
+    MatrixView d{layout_.down_type, E, count, bundles + layout_.down_offset, bundle_bytes_, nullptr};
+    matmul(g, x, n, E, gate + first, F, pool, scratch);
+    matmul(u, x, n, E, up + first, F, pool, scratch);
+    for (int64_t t = 0; t < n; ++t) ffn_activation(gate + t * F + first, up + t * F + first, count, c_.activation);
+    neuron_rows_matmul(d, gate + first, n, F, out, E, pool, /*accumulate=*/first > 0);
+  };
+  // The whole chunks inside the hot prefix are computed in place in one go (while the first chunk
+  // past them is being read); every later chunk is streamed, chunk j+1 read while j is computed.
+  const int64_t hot_chunks = std::min<int64_t>(static_cast<int64_t>(cache_->layer(static_cast<size_t>(layer)).hot) / cn, n_chunks);
   try {
-    if (!in_hot(0)) start_chunk(layer, 0, stream_[0]);
-    for (int64_t j = 0; j < n_chunks; ++j) {
-      StreamBuffer& mine = stream_[j % 2];
-      StreamBuffer& next = stream_[(j + 1) % 2];
-      // Chunk j+1 is read while chunk j is computed (its buffer held chunk j-1, done by now).
-      if (j + 1 < n_chunks && !in_hot(j + 1)) start_chunk(layer, j + 1, next);
-      const uint8_t* bundles = hot_data(layer, j * cn, chunk_end(j));
-      if (bundles == nullptr) {
-        wait_chunk(mine, next);
-        bundles = mine.data;
-      }
-      const int64_t first = j * cn, count = chunk_end(j) - first;
-      MatrixView g{layout_.gate_type, E, count, bundles, bundle_bytes_, nullptr};
-      MatrixView u{layout_.up_type, E, count, bundles + layout_.up_offset, bundle_bytes_, nullptr};
-      MatrixView d{layout_.down_type, E, count, bundles + layout_.down_offset, bundle_bytes_, nullptr};
-      matmul(g, x, n, E, gate + first, F, pool, scratch);
-      matmul(u, x, n, E, up + first, F, pool, scratch);
-      for (int64_t t = 0; t < n; ++t) ffn_activation(gate + t * F + first, up + t * F + first, count, c_.activation);
-      neuron_rows_matmul(d, gate + first, n, F, out, E, pool, /*accumulate=*/j > 0);
+    if (hot_chunks < n_chunks) start_chunk(layer, hot_chunks, stream_[0]);
+    if (hot_chunks > 0) compute(0, std::min(F, hot_chunks * cn), hot_data(layer, 0, std::min(F, hot_chunks * cn)));
+    for (int64_t j = hot_chunks; j < n_chunks; ++j) {
+      StreamBuffer& mine = stream_[(j - hot_chunks) % 2];
+      StreamBuffer& next = stream_[(j - hot_chunks + 1) % 2];
+      if (j + 1 < n_chunks) start_chunk(layer, j + 1, next);  // its buffer held chunk j-1, done
+      wait_chunk(mine, next);
+      compute(j * cn, std::min(F, (j + 1) * cn) - j * cn, mine.data);
       mine.chunk = -1;
     }
   } catch (...) {

@@ -52,10 +52,12 @@ uint64_t minimum_budget(const std::string& path) {
 
 bool uring_works() { return io::UringReader::unavailable_reason().empty(); }
 
-std::unique_ptr<Model> load_with_budget(const std::string& path, uint64_t budget, io::IoBackend backend) {
+std::unique_ptr<Model> load_with_budget(const std::string& path, uint64_t budget, io::IoBackend backend,
+                                        uint32_t stream_chunk_bytes = OffloadOptions{}.stream_chunk_bytes) {
   ModelLoadOptions o;
   o.offload.budget_bytes = budget;
   o.offload.backend = backend;
+  o.offload.stream_chunk_bytes = stream_chunk_bytes;
   return Model::load(path, o);
 }
 
@@ -102,6 +104,10 @@ TEST_CASE("a pack under a memory budget gives the all-in-RAM floats at every bud
         if (mode.mode == SparseOptions::Mode::Predictor) CHECK(st.sparse_steps > 0);
         if (budget == minimum && mode.mode == SparseOptions::Mode::Predictor) CHECK(st.fetch.bytes_read > 0);
         model->offloaded_ffn()->check_consistency();
+        // Streamed dense steps in the smallest chunks (64 neurons): the hot ones computed in place
+        // in one go, the rest chunk by chunk, still the same floats.
+        auto chunked = load_with_budget(path, budget, backend, 1);
+        CHECK(same_floats(test::greedy_run(*chunked, pool, mode, prompt, 24), want));
       }
     }
   }
