@@ -8,7 +8,7 @@
 # usage: bench/budget_bench.sh [--preset mistral-7b] [--type Q4_0] [--rank 256] [--predictor-type Q4_0]
 #                              [--model PACK] [--budgets "100% 50% 25%"] [--backends "uring pread"]
 #                              [--no-ram] [--runs 3] [--threads 2] [--prompt-tokens 16] [--gen-tokens 32]
-#                              [--ember-args "ARGS"] [--overhead-mib 64] [--fio-runtime 10] [--no-fio]
+#                              [--ember-args "ARGS"] [--overhead-mib 64] [--fio-runtime 5] [--no-fio]
 #                              [--ember PATH] [--out DIR] [--wait-idle SECONDS] [--report DIR]
 # --model PACK uses that pack instead of the preset's; --no-ram skips the all-in-RAM reference;
 # --report DIR prints the tables of an earlier run's DIR again without running anything.
@@ -19,7 +19,10 @@
 #   ember bench -m PACK -t T --sparse predictor [--memory-budget B --io-backend BACKEND]
 #               --prompt-tokens P --gen-tokens N --runs 1 --json --stats-json FILE
 # under /usr/bin/time -v (its maximum RSS cross-checks the engine's peak_rss_bytes): one untimed
-# warm-up, one timed run. Then fio runs once per distinct (backend, read size, queue depth) seen.
+# warm-up, one timed run. Right after each budget run that read from the pack, fio runs for
+# --fio-runtime seconds at that run's read size, alignment and queue depth: this VM's disk speed
+# drifts ~3x over minutes, so "% of fio" compares each run with the disk as it was at the time.
+# Each run also records the CPU steal time of the machine while it ran (/proc/stat).
 # The pack (~4.2 GB for mistral-7b) is made as bench/sparse_bench.sh makes it, on first use, in
 # EMBER_MODELS_DIR (default ~/.cache/ember/models).
 set -euo pipefail
@@ -41,7 +44,7 @@ prompt_tokens=16
 gen_tokens=32
 ember_args=""
 overhead_mib=""
-fio_runtime=10
+fio_runtime=5
 with_fio=true
 ember="$repo/build/ember"
 out_dir=""
@@ -49,7 +52,7 @@ wait_idle=0
 report_only=false
 readonly ram_label="all-in-RAM"
 # Queue depths of io/io_backend.h's defaults, used for fio when a run does not report its own.
-readonly default_qd_uring=32 default_qd_pread=4
+readonly default_qd_uring=32 default_qd_pread=16
 # What a process holds besides the budget, the KV cache and the scratch buffers: code, libraries,
 # thread stacks, the tokenizer, allocator slack. Stated, not measured: the RSS column checks it.
 # Measured on the 1b check pack: peak RSS - budget - KV - scratch = ~18 MiB.
@@ -118,6 +121,9 @@ slug() { echo "$1" | sed 's/%/pct/g; s/[^A-Za-z0-9._-]\{1,\}/-/g'; }
 # The file's (first) JSON value, compact, or null when it is missing or not JSON.
 json_or_null() { { [[ -s "$1" ]] && jq -cs '.[0]' "$1" 2>/dev/null; } || echo null; }
 
+# "TOTAL STEAL": the machine's CPU ticks so far, all of them and those stolen by the hypervisor.
+cpu_ticks() { awk '/^cpu / { t = 0; for (i = 2; i <= NF; ++i) t += $i; print t, $9; exit }' /proc/stat; }
+
 # run_one ROUND LABEL BUDGET BACKEND: one fresh process, one line in runs.jsonl.
 run_one() {
     local round=$1 label=$2 budget=$3 backend=$4
@@ -129,9 +135,14 @@ run_one() {
     rm -f "$base.stats.json"
     wait_for_idle
     drop_page_cache
-    local load_before rc=0
+    local load_before rc=0 ticks_before ticks_after
     load_before="$(cut -d' ' -f1-4 /proc/loadavg)"
+    ticks_before=$(cpu_ticks)
     /usr/bin/time -v -o "$base.time.txt" "$ember" "${args[@]}" > "$base.stdout" 2> "$base.stderr" || rc=$?
+    ticks_after=$(cpu_ticks)
+    local steal_pct
+    steal_pct=$(awk -v a="$ticks_before" -v b="$ticks_after" 'BEGIN { split(a, x, " "); split(b, y, " ");
+        d = y[1] - x[1]; if (d > 0) printf "%.1f", 100 * (y[2] - x[2]) / d; else print "null" }')
     local maxrss_kib wall
     maxrss_kib=$(sed -n 's/^\s*Maximum resident set size (kbytes): *//p' "$base.time.txt" 2>/dev/null || true)
     wall=$(sed -n 's/^\s*Elapsed (wall clock) time (h:mm:ss or m:ss): *//p' "$base.time.txt" 2>/dev/null || true)
@@ -142,12 +153,12 @@ run_one() {
         --argjson rc "$rc" --argjson bench "$(json_or_null "$base.bench.json")" \
         --argjson stats "$(json_or_null "$base.stats.json")" --arg maxrss_kib "$maxrss_kib" --arg wall "$wall" \
         --argjson file_bytes "$(stat -c %s "$pack")" --argjson dropped "$page_cache_dropped" \
-        --arg load_before "$load_before" --arg load_after "$(cut -d' ' -f1-4 /proc/loadavg)" \
+        --arg load_before "$load_before" --arg load_after "$(cut -d' ' -f1-4 /proc/loadavg)" --argjson steal "$steal_pct" \
         --arg command "$ember ${args[*]}" --arg error "$error" \
         '{"label": $lbl, budget: $budget, backend: $backend, round: $round, rc: $rc, bench: $bench,
           stats: $stats, time_maxrss_bytes: (($maxrss_kib | tonumber? // null) | if . then . * 1024 else null end),
           wall: $wall, file_bytes: $file_bytes, page_cache_dropped: $dropped,
-          loadavg_before: $load_before, loadavg_after: $load_after, command: $command,
+          loadavg_before: $load_before, loadavg_after: $load_after, steal_pct: $steal, command: $command,
           error: (if $error == "" then null else $error end)}' >> "$out_dir/runs.jsonl"
     if (( rc != 0 )); then
         log "run $round/$runs: $label FAILED (exit $rc); last lines of $base.stderr:"
@@ -156,29 +167,37 @@ run_one() {
     else
         log "run $round/$runs: $label: $(tail -n1 "$out_dir/runs.jsonl" | jq -r \
             'def r2: if type == "number" then . * 100 | round / 100 else . end;
-             "decode \(.bench.decode_tokens_per_s // .stats.decode_tokens_per_s // "?" | r2) tok/s, hit rate \(.stats.cache_hit_rate // "-" | r2), peak RSS \((.stats.peak_rss_bytes // .time_maxrss_bytes // 0) / 1048576 | round) MiB"')"
+             "decode \(.bench.decode_tokens_per_s // .stats.decode_tokens_per_s // "?" | r2) tok/s, hit rate \(.stats.cache_hit_rate // "-" | r2), peak RSS \((.stats.peak_rss_bytes // .time_maxrss_bytes // 0) / 1048576 | round) MiB, CPU steal \(.steal_pct // "?") %"')"
+        if $with_fio && [[ "$budget" != - ]]; then
+            local key; key=$(fio_key_of_run "$round" "$label")
+            # shellcheck disable=SC2086  # the key is "BACKEND BS QD ALIGN"
+            [[ -n "$key" ]] && run_fio $key "$round" "$label"
+        fi
     fi
 }
 
-# run_fio BACKEND BS QD: random O_DIRECT reads of the pack like the backend's: io_uring at queue
-# depth QD, or QD threads of pread (psync), which is what the pread pool does. One line in fio.jsonl.
+# run_fio BACKEND BS QD ALIGN ROUND LABEL: random O_DIRECT reads of the pack like the backend's,
+# BS bytes at offsets that are multiples of ALIGN: io_uring at queue depth QD, or QD threads of
+# pread (psync), which is what the pread pool does. One line in fio.jsonl, tied to the run.
 run_fio() {
-    local backend=$1 bs=$2 qd=$3 name="fio-$1-bs$2-qd$3"
-    local args=(--name="$name" --filename="$pack" --rw=randread --bs="$bs" --direct=1 --readonly
+    local backend=$1 bs=$2 qd=$3 align=$4 round=$5 label=$6
+    local name; name="fio-r$round-$(slug "$label")-bs$bs-qd$qd-a$align"
+    local args=(--name="$name" --filename="$pack" --rw=randread --bs="$bs" --blockalign="$align" --direct=1 --readonly
                 --runtime="$fio_runtime" --time_based --output-format=json)
     if [[ "$backend" == uring ]]; then
         args+=(--ioengine=io_uring --iodepth="$qd" --fixedbufs=1 --registerfiles=1)  # as io/uring_reader does
     else
         args+=(--ioengine=psync --iodepth=1 --numjobs="$qd" --group_reporting)
     fi
-    wait_for_idle
-    log "fio: $backend, $bs-byte random reads, queue depth $qd"
+    log "fio: $backend, $bs-byte random reads at $align-byte offsets, queue depth $qd"
     if ! fio "${args[@]}" > "$out_dir/$name.json" 2> "$out_dir/$name.stderr"; then
         log "fio failed for $backend bs $bs qd $qd: $(tail -n 3 "$out_dir/$name.stderr" | tr '\n' ' ')"
         return 0
     fi
-    jq -c --arg backend "$backend" --argjson bs "$bs" --argjson qd "$qd" --arg file "$name.json" --arg cmd "fio ${args[*]}" \
-        '.jobs[0].read as $r | {backend: $backend, bs: $bs, qd: $qd, mib_per_s: ($r.bw_bytes / 1048576),
+    jq -c --arg backend "$backend" --argjson bs "$bs" --argjson qd "$qd" --argjson align "$align" --argjson round "$round" \
+        --arg lbl "$label" --arg file "$name.json" --arg cmd "fio ${args[*]}" \
+        '.jobs[0].read as $r | {backend: $backend, bs: $bs, qd: $qd, align: $align, round: $round, "label": $lbl,
+          mib_per_s: ($r.bw_bytes / 1048576),
           iops: $r.iops, p50_us: ($r.clat_ns.percentile["50.000000"] / 1000),
           p99_us: ($r.clat_ns.percentile["99.000000"] / 1000), file: $file, command: $cmd}' \
         "$out_dir/$name.json" >> "$out_dir/fio.jsonl"
@@ -212,9 +231,35 @@ fmt_bytes() {
 fmt_rate() { [[ "$1" == - ]] && echo - || awk -v r="$1" 'BEGIN { printf "%.1f %%", (r <= 1 ? r * 100 : r) }'; }
 ratio() { [[ "$1" == - || "$2" == - || $(echo "$2 == 0" | bc) == 1 ]] && echo - || echo "$1 / $2" | bc -l; }
 
-# fio_key LABEL: "BACKEND BS QD" that fio ran (or would run) for LABEL: the typical coalesced read
-# size (read_block_vals, median over the runs) rounded up to 4 KiB (O_DIRECT), and its queue
-# depth; nothing if unknown.
+# fio_key_of_run ROUND LABEL: "BACKEND BS QD ALIGN" for fio after that run: its typical read size
+# (median coalesced read, else the mean) rounded up to its read alignment (O_DIRECT: 512 or 4096),
+# its queue depth and alignment; nothing when the run read nothing.
+fio_key_of_run() {
+    jq -r --arg l "$2" --argjson r "$1" --argjson qu "$default_qd_uring" --argjson qp "$default_qd_pread" '
+        select(.label == $l and .round == $r and .rc == 0) | . as $run
+        | (.stats // {}) as $s
+        | ($s.read_block_bytes_median // $s.read_block_bytes_mean // 0) as $bs
+        | ($s.read_alignment // 4096 | if . < 512 then 4096 else . end) as $a
+        | select($bs > 0 and ($run.backend == "uring" or $run.backend == "pread"))
+        | "\($run.backend) \((($bs + $a - 1) / $a | floor) * $a | floor) \($s.queue_depth // (if $run.backend == "uring" then $qu else $qp end)) \($a)"
+    ' "$out_dir/runs.jsonl" | tail -n1
+}
+
+# Per successful run of LABEL with a fio run after it: "FIO_MIB PCT" (the run's read MiB/s over
+# fio's).
+fio_pairs() {
+    [[ -s "$out_dir/fio.jsonl" ]] || return 0
+    jq -rn --arg l "$1" '[inputs] as $all
+        | ($all | map(select(has("mib_per_s") and .label == $l))) as $fio
+        | ($all | map(select(has("rc") and .label == $l and .rc == 0)))[] as $run
+        | ($fio | map(select(.round == $run.round)) | last) as $f
+        | select($f != null and ($run.stats.io_read_mib_per_s // null) != null and $f.mib_per_s > 0)
+        | "\($f.mib_per_s) \($run.stats.io_read_mib_per_s / $f.mib_per_s) \($f.bs) \($f.qd) \($f.align)"
+    ' "$out_dir/runs.jsonl" "$out_dir/fio.jsonl"
+}
+
+# fio_key LABEL (results of earlier versions, one fio per key after all runs): "BACKEND BS QD"
+# for LABEL: the typical coalesced read size rounded up to 4 KiB, and its queue depth.
 fio_key() {
     local backend bs qd
     backend=$(jq -r --arg l "$1" 'select(.label == $l) | .backend' "$out_dir/runs.jsonl" | head -n1)
@@ -266,10 +311,16 @@ report() {
         fi
         local budget_text="$budget"
         [[ "$budget_bytes" != - ]] && budget_text="$budget ($(fmt_bytes "$budget_bytes"))"
-        local read_mib key fio pct="-" fio_text="-"
+        local read_mib key fio pct="-" fio_text="-" pairs
         read_mib=$(stat_vals "$label" io_read_mib_per_s | median)
-        key=$(fio_key "$label")
-        if [[ -n "$key" ]]; then
+        pairs=$(fio_pairs "$label")
+        if [[ -n "$pairs" ]]; then
+            # Adjacent fio runs: the median of the per-run ratios.
+            fio=$(awk '{ print $1 }' <<< "$pairs" | median)
+            pct=$(awk '{ print $2 }' <<< "$pairs" | median)
+            read -r _ _ kbs kqd kal <<< "$(tail -n1 <<< "$pairs")"
+            fio_text="$(fmt "$fio" 0) ($(fmt_bytes "$kbs"), qd $kqd, align $kal)"
+        elif [[ -z "$(jq -r 'select(has("label")) | .label' "$out_dir/fio.jsonl" 2>/dev/null | head -n1)" ]] && key=$(fio_key "$label") && [[ -n "$key" ]]; then
             # shellcheck disable=SC2086
             fio=$(fio_mib $key)
             read -r _ kbs kqd <<< "$key"
@@ -310,15 +361,16 @@ report() {
     echo "The bound is budget + KV cache + scratch buffers + a stated fixed overhead of ${overhead_mib} MiB"
     echo "(code, libraries, thread stacks, tokenizer, allocator), checked against the larger of the"
     echo "engine's peak RSS and /usr/bin/time's maximum RSS. fio: random O_DIRECT reads of the same"
-    echo "file; io_uring at the run's queue depth, pread as that many psync jobs; block = the run's"
-    echo "read size (median coalesced read, or the mean where only that is reported) rounded up to"
-    echo "4 KiB. Read MiB/s is what the run reports (io_read_mib_per_s: bytes read over the time reads"
-    echo "were outstanding)."
+    echo "file right after each run (median shown); io_uring at the run's queue depth, pread as that"
+    echo "many psync jobs; block = the run's read size (median coalesced read, or the mean where only"
+    echo "that is reported) rounded up to its read alignment, at offsets aligned like its reads."
+    echo "% of fio = median over the runs of (run's read MiB/s / the fio run after it). Read MiB/s is"
+    echo "what the run reports (io_read_mib_per_s: bytes read over the time reads were outstanding)."
     echo
-    echo "| config | prefill tok/s | read size | queue depth | I/O wait ms/token | resident | minimum budget | KV cache | scratch | max RSS (time -v) | load avg before each run |"
-    echo "|---|---|---|---|---|---|---|---|---|---|---|"
+    echo "| config | prefill tok/s | read size | queue depth | I/O wait ms/token | resident | minimum budget | KV cache | scratch | max RSS (time -v) | load avg before each run | CPU steal % each run |"
+    echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
     for label in "${labels[@]}"; do
-        printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n" "$label" \
+        printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n" "$label" \
             "$(fmt "$(vals "$label" "(.bench.prefill_tokens_per_s // $(stat_of prefill_tokens_per_s))" | median)" 2)" \
             "$(fmt_bytes "$(read_block_vals "$label" | median)")" \
             "$(fmt "$(stat_vals "$label" queue_depth | median)" 0)" \
@@ -328,13 +380,14 @@ report() {
             "$(fmt_bytes "$(stat_vals "$label" kv_cache_bytes | max_of)")" \
             "$(fmt_bytes "$(stat_vals "$label" scratch_bytes | max_of)")" \
             "$(fmt_bytes "$(vals "$label" .time_maxrss_bytes | max_of)")" \
-            "$(jq -r --arg l "$label" 'select(.label == $l) | .loadavg_before | split(" ")[0]' "$out_dir/runs.jsonl" | xargs)"
+            "$(jq -r --arg l "$label" 'select(.label == $l) | .loadavg_before | split(" ")[0]' "$out_dir/runs.jsonl" | xargs)" \
+            "$(jq -r --arg l "$label" 'select(.label == $l) | .steal_pct // "-"' "$out_dir/runs.jsonl" | xargs)"
     done
     if [[ -s "$out_dir/fio.jsonl" ]]; then
         echo
-        echo "| fio | block | queue depth (uring) / jobs (pread) | MiB/s | IOPS | p50 latency us | p99 latency us |"
-        echo "|---|---|---|---|---|---|---|"
-        jq -r '"| \(.backend) | \(.bs / 1024)K | \(.qd) | \(.mib_per_s * 10 | round / 10) | \(.iops | round) | \(.p50_us | round) | \(.p99_us | round) |"' \
+        echo "| fio after | block | align | queue depth (uring) / jobs (pread) | MiB/s | IOPS | p50 latency us | p99 latency us |"
+        echo "|---|---|---|---|---|---|---|---|"
+        jq -r '"| \(if .label then "\(.label) #\(.round)" else .backend end) | \(.bs) | \(.align // 4096) | \(.qd) | \(.mib_per_s * 10 | round / 10) | \(.iops | round) | \(.p50_us | round) | \(.p99_us | round) |"' \
             "$out_dir/fio.jsonl"
     fi
     local goals=("${speed_goals[@]}" "${io_goals[@]}" "${rss_goals[@]}")
@@ -385,14 +438,6 @@ if ! $report_only; then
             run_one "$r" "$label" "$budget" "$backend"
         done
     done
-    if $with_fio; then
-        mapfile -t keys < <(for c in "${configs[@]}"; do fio_key "${c%%|*}"; done | awk 'NF && !seen[$0]++')
-        (( ${#keys[@]} > 0 )) || log "no read sizes in the stats: fio skipped"
-        for k in "${keys[@]}"; do
-            # shellcheck disable=SC2086
-            run_fio $k
-        done
-    fi
     echo "loadavg_at_end=$(cut -d' ' -f1-3 /proc/loadavg)" >> "$out_dir/machine.txt"
 fi
 

@@ -10,7 +10,7 @@
 namespace ember::io {
 namespace {
 
-[[noreturn]] void reject(size_t index, const ReadRequest& r, const char* problem) {
+[[noreturn]] void reject(size_t index, const ReadRequest& r, const std::string& problem) {
   std::string msg = "read request ";
   msg += std::to_string(index);
   msg += " ";
@@ -30,7 +30,7 @@ std::string describe_failure(const std::string& path, const ReadCompletion& c) {
   return msg + std::strerror(err);
 }
 
-void validate_batch(std::span<const ReadRequest> batch, size_t free_slots, bool direct) {
+void validate_batch(std::span<const ReadRequest> batch, size_t free_slots, size_t alignment) {
   if (batch.size() > free_slots) {
     throw std::invalid_argument("read batch of " + std::to_string(batch.size()) + " requests exceeds the " +
                                 std::to_string(free_slots) + " free slots of the reader");
@@ -41,10 +41,10 @@ void validate_batch(std::span<const ReadRequest> batch, size_t free_slots, bool 
     if (r.wanted > r.length) reject(i, r, "wanted bytes exceed the length");
     if (r.dst == nullptr) reject(i, r, "null destination");
     if (r.offset + r.length < r.offset) reject(i, r, "offset + length overflows");
-    if (direct) {
-      const uint64_t a = kDirectAlignment;
+    if (alignment > 1) {
+      const uint64_t a = alignment;
       if (r.offset % a != 0 || r.length % a != 0 || reinterpret_cast<uintptr_t>(r.dst) % a != 0) {
-        reject(i, r, "offset, length or destination not 4096-aligned on an O_DIRECT file");
+        reject(i, r, "offset, length or destination not " + std::to_string(a) + "-aligned on an O_DIRECT file");
       }
     }
   }

@@ -19,10 +19,10 @@
 namespace ember::io {
 
 struct ReadRequest {
-  uint64_t offset = 0;   // file offset (a multiple of 4096 on a direct file)
-  uint32_t length = 0;   // bytes to read into dst (a multiple of 4096 on a direct file), > 0
+  uint64_t offset = 0;   // file offset (a multiple of DirectFile::alignment() on a direct file)
+  uint32_t length = 0;   // bytes to read into dst (a multiple of the alignment on a direct file), > 0
   uint32_t wanted = 0;   // leading bytes that must arrive (<= length); 0 means all of length
-  void* dst = nullptr;   // length bytes of room (4096-aligned address on a direct file)
+  void* dst = nullptr;   // length bytes of room (an address aligned likewise on a direct file)
   uint64_t tag = 0;      // the caller's; returned untouched in the completion
 };
 
@@ -72,9 +72,10 @@ class BatchReader {
   virtual void register_arena(void* base, size_t bytes) = 0;
 };
 
-// Shared by the backends: the request checks submit() makes. `direct` enables the alignment checks.
+// Shared by the backends: the request checks submit() makes. `alignment` > 1 (a direct file's
+// DirectFile::alignment()) enables the alignment checks of offset, length and destination.
 // Throws std::invalid_argument naming the request index and the problem.
-void validate_batch(std::span<const ReadRequest> batch, size_t free_slots, bool direct);
+void validate_batch(std::span<const ReadRequest> batch, size_t free_slots, size_t alignment);
 
 // The bytes a request needs: wanted, or length when wanted is 0.
 inline uint32_t wanted_bytes(const ReadRequest& r) { return r.wanted == 0 ? r.length : r.wanted; }

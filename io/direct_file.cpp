@@ -1,7 +1,9 @@
 #include "io/direct_file.h"
 
 #include <fcntl.h>
+#include <linux/stat.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -17,6 +19,19 @@ namespace {
 int real_open(const char* path, int flags) { return ::open(path, flags); }
 ssize_t real_pread(int fd, void* buf, size_t n, off_t offset) { return ::pread(fd, buf, n, offset); }
 
+// statx through the system call: glibc 2.36's struct statx predates the DIO alignment fields.
+uint32_t real_dio_offset_align(int fd) {
+#if defined(SYS_statx) && defined(STATX_DIOALIGN)
+  struct statx st {};
+  if (::syscall(SYS_statx, fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &st) != 0) return 0;
+  if ((st.stx_mask & STATX_DIOALIGN) == 0) return 0;
+  return st.stx_dio_offset_align;
+#else
+  (void)fd;
+  return 0;
+#endif
+}
+
 int open_retrying(const DirectFileSyscalls& sys, const std::string& path, int flags) {
   int fd;
   do {
@@ -25,15 +40,25 @@ int open_retrying(const DirectFileSyscalls& sys, const std::string& path, int fl
   return fd;
 }
 
-// One aligned read of a block at offset 0: the only reliable test of O_DIRECT, since some file
+// One aligned read of `bytes` at `offset`: the only reliable test of O_DIRECT, since some file
 // systems accept the flag at open and refuse (EINVAL) the reads. Returns 0 or errno.
-int probe_direct_read(const DirectFileSyscalls& sys, int fd) {
+int probe_direct_read(const DirectFileSyscalls& sys, int fd, uint64_t offset, size_t bytes) {
   AlignedBuffer block(kDirectAlignment, kDirectAlignment);
   for (;;) {
-    const ssize_t got = sys.pread(fd, block.data(), kDirectAlignment, 0);
+    const ssize_t got = sys.pread(fd, block.data(), bytes, static_cast<off_t>(offset));
     if (got >= 0) return 0;  // a short or empty read is fine: the file may be smaller than a block
     if (errno != EINTR) return errno;
   }
+}
+
+// The offset alignment to read a direct file at: what the kernel reports when it is a power of two
+// in [512, 4096] and a read of one such block at that offset works (a device may report a size it
+// then refuses through some layer), else 4096, which the open probe has already checked.
+size_t choose_alignment(const DirectFileSyscalls& sys, int fd) {
+  const uint32_t reported = sys.dio_offset_align != nullptr ? sys.dio_offset_align(fd) : 0;
+  const bool usable = reported >= kMinDirectAlignment && reported < kDirectAlignment && (reported & (reported - 1)) == 0;
+  if (!usable) return kDirectAlignment;
+  return probe_direct_read(sys, fd, reported, reported) == 0 ? reported : kDirectAlignment;
 }
 
 std::string refused_warning(const std::string& path, const char* where, int err) {
@@ -44,25 +69,27 @@ std::string refused_warning(const std::string& path, const char* where, int err)
 
 }  // namespace
 
-DirectFileSyscalls DirectFileSyscalls::real() { return DirectFileSyscalls{&real_open, &real_pread}; }
+DirectFileSyscalls DirectFileSyscalls::real() { return DirectFileSyscalls{&real_open, &real_pread, &real_dio_offset_align}; }
 
-DirectFile::DirectFile(int fd, uint64_t size, bool direct, std::string path, std::string warning)
-    : fd_(fd), size_(size), direct_(direct), path_(std::move(path)), warning_(std::move(warning)) {}
+DirectFile::DirectFile(int fd, uint64_t size, bool direct, size_t alignment, std::string path, std::string warning)
+    : fd_(fd), size_(size), direct_(direct), alignment_(alignment), path_(std::move(path)), warning_(std::move(warning)) {}
 
 DirectFile DirectFile::open(const std::string& path, DirectMode mode, const DirectFileSyscalls& sys) {
   const int base_flags = O_RDONLY | O_CLOEXEC;
   std::string warning;
   int fd = -1;
   bool direct = false;
+  size_t alignment = kDirectAlignment;
   uint64_t size = 0;
 
   if (mode == DirectMode::PreferDirect) {
     fd = open_retrying(sys, path, base_flags | O_DIRECT);
     if (fd >= 0) {
       size = regular_file_size_or_close(fd, path);  // before the probe: a directory would fail it confusingly
-      const int err = probe_direct_read(sys, fd);
+      const int err = probe_direct_read(sys, fd, 0, kDirectAlignment);
       if (err == 0) {
         direct = true;
+        alignment = choose_alignment(sys, fd);
       } else {
         ::close(fd);
         fd = -1;
@@ -84,13 +111,14 @@ DirectFile DirectFile::open(const std::string& path, DirectMode mode, const Dire
     // Advice only; a failure changes nothing that matters.
     (void)::posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
   }
-  return DirectFile(fd, size, direct, path, std::move(warning));
+  return DirectFile(fd, size, direct, alignment, path, std::move(warning));
 }
 
 DirectFile::DirectFile(DirectFile&& other) noexcept
     : fd_(std::exchange(other.fd_, -1)),
       size_(std::exchange(other.size_, 0)),
       direct_(std::exchange(other.direct_, false)),
+      alignment_(std::exchange(other.alignment_, kDirectAlignment)),
       path_(std::move(other.path_)),
       warning_(std::move(other.warning_)) {}
 
@@ -100,6 +128,7 @@ DirectFile& DirectFile::operator=(DirectFile&& other) noexcept {
     fd_ = std::exchange(other.fd_, -1);
     size_ = std::exchange(other.size_, 0);
     direct_ = std::exchange(other.direct_, false);
+    alignment_ = std::exchange(other.alignment_, kDirectAlignment);
     path_ = std::move(other.path_);
     warning_ = std::move(other.warning_);
   }

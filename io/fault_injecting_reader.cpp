@@ -18,7 +18,7 @@ FaultInjectingReader::FaultInjectingReader(std::unique_ptr<BatchReader> inner, c
 
 void FaultInjectingReader::submit(std::span<const ReadRequest> batch) {
   // The general checks (zero length, null destination, room); the inner reader checks alignment.
-  validate_batch(batch, free_slots(), false);
+  validate_batch(batch, free_slots(), 1);
   // Decide everything first and commit after the inner reader accepted the batch, so a rejected
   // batch leaves no trace.
   size_t passed = 0, injected = 0;

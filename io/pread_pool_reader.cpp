@@ -12,7 +12,7 @@
 namespace ember::io {
 
 PreadPoolReader::PreadPoolReader(const DirectFile& file, const PreadPoolOptions& options)
-    : fd_(file.fd()), file_size_(file.size()), direct_(file.is_direct()) {
+    : fd_(file.fd()), file_size_(file.size()), alignment_(file.alignment()) {
   if (options.threads == 0 || options.capacity == 0) {
     throw std::invalid_argument("PreadPoolReader: threads and capacity must be positive");
   }
@@ -39,7 +39,7 @@ void PreadPoolReader::register_arena(void* /*base*/, size_t /*bytes*/) {
 }
 
 void PreadPoolReader::submit(std::span<const ReadRequest> batch) {
-  validate_batch(batch, free_slots(), direct_);
+  validate_batch(batch, free_slots(), alignment_);
   if (batch.empty()) return;
   {
     std::lock_guard lock(mu_);

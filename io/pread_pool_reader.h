@@ -16,7 +16,7 @@ namespace ember::io {
 class DirectFile;
 
 struct PreadPoolOptions {
-  uint32_t threads = 4;     // concurrent reads
+  uint32_t threads = 16;    // concurrent reads (see ReaderOptions::pread_threads)
   uint32_t capacity = 256;  // most requests in flight (queued or being read)
 };
 
@@ -42,7 +42,7 @@ class PreadPoolReader final : public BatchReader {
 
   int fd_ = -1;
   uint64_t file_size_ = 0;
-  bool direct_ = false;
+  size_t alignment_ = 1;  // the file's: 1 when buffered
   size_t in_flight_ = 0;  // touched by the caller's thread only (submit/harvest)
 
   std::mutex mu_;

@@ -70,7 +70,7 @@ UringReader::UringReader(const DirectFile& file, const UringOptions& options)
     : ring_(std::make_unique<io_uring>()),
       fd_(file.fd()),
       file_size_(file.size()),
-      direct_(file.is_direct()),
+      alignment_(file.alignment()),
       chunk_(options.fixed_buffer_chunk) {
   // The kernel's limits (IORING_MAX_ENTRIES, IORING_MAX_CQ_ENTRIES), checked here for a clear message.
   if (options.queue_depth == 0 || options.capacity == 0 || options.queue_depth > 32768 || options.capacity > 65536) {
@@ -186,7 +186,7 @@ void UringReader::queue_read(uint32_t index) {
 }
 
 void UringReader::submit(std::span<const ReadRequest> batch) {
-  validate_batch(batch, free_slots(), direct_);
+  validate_batch(batch, free_slots(), alignment_);
   for (const ReadRequest& r : batch) {
     const uint32_t index = free_.back();
     free_.pop_back();

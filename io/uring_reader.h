@@ -67,7 +67,7 @@ class UringReader final : public BatchReader {
   int fd_ = -1;
   int file_index_ = -1;  // 0 when registered
   uint64_t file_size_ = 0;
-  bool direct_ = false;
+  size_t alignment_ = 1;  // the file's: 1 when buffered
   size_t queue_depth_ = 0;
   uint64_t chunk_ = 0;
   std::vector<Slot> slots_;

@@ -63,6 +63,7 @@ nlohmann::json stats_json(const Model& model, const InferenceContext& ctx, const
   j["io_backend"] = off->backend_name();
   j["queue_depth"] = off->queue_depth();
   j["direct_io"] = off->direct_io();
+  j["read_alignment"] = off->read_alignment();
   j["warnings"] = off->warnings();
   j["decode"] = {
       {"hot_hits", d.cache.hot_hits},        {"cold_hits", d.cache.cold_hits},
@@ -98,10 +99,13 @@ void print_stats(const nlohmann::json& j, std::FILE* out) {
                num("budget_bytes") / kMiB, num("weights_resident_bytes") / kMiB, num("hot_bytes") / kMiB,
                num("cold_bytes") / kMiB, (long long)num("cold_slots"), num("minimum_budget_bytes") / kMiB,
                num("io_buffer_bytes") / kMiB);
+  const std::string mode = j.value("direct_io", false)
+                               ? " O_DIRECT, reads aligned to " + std::to_string(j.value("read_alignment", 0)) + " bytes"
+                               : " buffered";
   std::fprintf(out, "ember stats: cache hit rate %.3f, %.1f KiB read per token (mean read %.1f KiB, %.0f MiB/s while reading), I/O wait %.2f ms per token, %s%s\n",
                num("cache_hit_rate"), num("bytes_read_per_token") / 1024.0, num("read_block_bytes_mean") / 1024.0,
                num("io_read_mib_per_s"), num("io_wait_ms_per_token"), j.value("io_backend", std::string("?")).c_str(),
-               j.value("direct_io", false) ? " O_DIRECT" : " buffered");
+               mode.c_str());
 }
 
 void write_stats_json(const std::string& path, const nlohmann::json& stats) {

@@ -93,6 +93,8 @@ class OffloadedFfn {
   std::string backend_name() const;
   uint32_t queue_depth() const;
   bool direct_io() const { return file_.is_direct(); }
+  // Offset and length alignment of the cold reads (io::DirectFile::alignment(): 1 when buffered).
+  uint64_t read_alignment() const { return file_.alignment(); }
   // Lines for the caller to log: io_uring fallback, no O_DIRECT, unregistered buffers.
   const std::vector<std::string>& warnings() const { return warnings_; }
 

@@ -55,7 +55,7 @@ TEST_CASE("make_batch_reader: pread, auto and uring, with io_uring working and b
   CHECK(fallback.reader->backend_name() == "pread");
   CHECK(fallback.fallback_reason ==
         "io_uring is unavailable (io_uring_queue_init: Operation not permitted (EPERM: blocked by a seccomp policy)); "
-        "reading with a pool of 4 pread threads");
+        "reading with a pool of 16 pread threads");
   try {
     make_batch_reader(IoBackend::Uring, file, {.uring_probe = &blocked_probe});
     FAIL("expected an IoError");
