@@ -106,6 +106,9 @@ BudgetPlan plan_budget(const BudgetPlanInput& input) {
                            plan.minimum_bytes);
     }
     const uint64_t available = input.budget_bytes - run_minimum;
+    if (!(input.locality_tokens >= 0.0) || !std::isfinite(input.locality_tokens)) {
+      throw std::invalid_argument("memory budget planner: locality_tokens must be a finite number >= 0");
+    }
 
     // Greedy merge of the layers' prefixes by expected hits per byte. Ties (e.g. a pack without a
     // profile: every frequency 0) go to the layer with fewer hot neurons, so they spread evenly.
@@ -123,21 +126,50 @@ BudgetPlan plan_budget(const BudgetPlanInput& input) {
       const LayerPlanInput& layer = input.layers[l];
       return Candidate{static_cast<double>(layer.frequency[taken]) / static_cast<double>(layer.bundle_bytes), taken, l};
     };
-    std::priority_queue<Candidate> queue;
-    for (uint32_t l = 0; l < n_layers; ++l) queue.push(make(l, 0));
-    uint64_t spent = 0;
-    while (!queue.empty()) {
-      const Candidate c = queue.top();
-      queue.pop();
-      const LayerPlanInput& layer = input.layers[c.layer];
-      const uint64_t grown = hot_region_bytes(c.taken + 1ull, layer.bundle_bytes);
-      const uint64_t cost = grown - plan.hot_bytes[c.layer];
-      // A layer whose next bundle does not fit is done: its later bundles cost at least as much.
-      if (cost > available - spent) continue;
-      spent += cost;
-      plan.hot[c.layer] = c.taken + 1;
-      plan.hot_bytes[c.layer] = grown;
-      if (c.taken + 1 < layer.n_ff) queue.push(make(c.layer, c.taken + 1));
+    // Fills the hot prefixes from scratch with at most `limit` bytes; returns the bytes spent.
+    const auto fill_hot = [&](uint64_t limit) {
+      std::fill(plan.hot.begin(), plan.hot.end(), 0u);
+      std::fill(plan.hot_bytes.begin(), plan.hot_bytes.end(), 0ull);
+      std::priority_queue<Candidate> queue;
+      for (uint32_t l = 0; l < n_layers; ++l) queue.push(make(l, 0));
+      uint64_t used = 0;
+      while (!queue.empty()) {
+        const Candidate c = queue.top();
+        queue.pop();
+        const LayerPlanInput& layer = input.layers[c.layer];
+        const uint64_t grown = hot_region_bytes(c.taken + 1ull, layer.bundle_bytes);
+        const uint64_t cost = grown - plan.hot_bytes[c.layer];
+        // A layer whose next bundle does not fit is done: its later bundles cost at least as much.
+        if (cost > limit - used) continue;
+        used += cost;
+        plan.hot[c.layer] = c.taken + 1;
+        plan.hot_bytes[c.layer] = grown;
+        if (c.taken + 1 < layer.n_ff) queue.push(make(c.layer, c.taken + 1));
+      }
+      return used;
+    };
+    const auto cold_activations = [&] {
+      double sum = 0.0;
+      for (size_t l = 0; l < n_layers; ++l) {
+        for (uint32_t k = plan.hot[l]; k < input.layers[l].n_ff; ++k) sum += input.layers[l].frequency[k];
+      }
+      return sum;
+    };
+    uint64_t spent = fill_hot(available);
+    if (input.locality_tokens > 0.0) {
+      // Fewer hot neurons mean more cold activations and so a bigger target: iterate to the fixed
+      // point (monotone and capped, so a few rounds settle it).
+      const uint64_t cap = available / 2;
+      uint64_t locality_bytes = 0;
+      for (int round = 0; round < 8; ++round) {
+        const double target_slots = input.locality_tokens * cold_activations();
+        const double extra_slots = std::max(0.0, target_slots - static_cast<double>(reserve_slots));
+        const double want_bytes = std::min(extra_slots * static_cast<double>(plan.slot_bytes), static_cast<double>(cap));
+        const uint64_t want = static_cast<uint64_t>(want_bytes) / plan.slot_bytes * plan.slot_bytes;
+        if (want <= locality_bytes) break;
+        locality_bytes = want;
+        spent = fill_hot(available - locality_bytes);
+      }
     }
     plan.hot_total_bytes = spent;
 
@@ -155,6 +187,7 @@ BudgetPlan plan_budget(const BudgetPlanInput& input) {
   for (size_t l = 0; l < n_layers; ++l) {
     for (uint32_t k = 0; k < plan.hot[l]; ++k) hot_activations += input.layers[l].frequency[k];
   }
+  plan.cold_activations_per_token = std::max(0.0, total_activations - hot_activations);
   plan.hot_activation_share = total_activations > 0.0 ? hot_activations / total_activations : 0.0;
   return plan;
 }

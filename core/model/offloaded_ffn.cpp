@@ -104,6 +104,7 @@ cache::BudgetPlanInput OffloadedFfn::plan_input(bool live) const {
   in.budget_bytes = budget_;
   in.resident_bytes = weights_bytes_;
   in.pinned_layers = 1;
+  in.locality_tokens = options_.cold_locality_tokens;
   for (int64_t l = 0; l < c_.n_layer; ++l) {
     const float* freq = w_.layers[static_cast<size_t>(l)].neuron_freq;
     // Any step may list every neuron of a layer (the predictor has no upper bound), so the pool

@@ -56,6 +56,8 @@ struct OffloadOptions {
   std::function<std::unique_ptr<io::BatchReader>(std::unique_ptr<io::BatchReader>)> wrap_reader;
   // Online adaptation: half-life in tokens of the live activation counts (ActivationTracker).
   double activation_half_life = cache::kDefaultHalfLifeTokens;
+  // Cold slots for about this many tokens' worth of misses (cache::BudgetPlanInput::locality_tokens).
+  double cold_locality_tokens = 6.0;
 };
 
 class OffloadedFfn {

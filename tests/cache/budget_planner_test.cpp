@@ -65,6 +65,51 @@ TEST_CASE("planner: hot neurons are taken across layers in order of frequency") 
   CHECK(plan.total_bytes <= in.budget_bytes);
 }
 
+TEST_CASE("planner: locality_tokens moves bytes from hot prefixes to cold slots, up to half the room") {
+  std::vector<float> f0(100), f1(100);
+  for (size_t k = 0; k < 100; ++k) {
+    f0[k] = 0.5f * std::pow(0.97f, static_cast<float>(k));
+    f1[k] = 0.4f * std::pow(0.96f, static_cast<float>(k));
+  }
+  BudgetPlanInput in;
+  in.resident_bytes = 1 << 20;
+  in.layers = {layer(f0, 4096, 10), layer(f1, 4096, 10)};
+  const uint64_t room = 100 * 4096;  // what the budget leaves after resident + reserve
+  in.budget_bytes = in.resident_bytes + 10 * 4096 + room;
+  const BudgetPlan plain = plan_budget(in);
+  CHECK(plain.hot[0] + plain.hot[1] == 100);
+  CHECK(plain.cold_slots == 10);
+
+  in.locality_tokens = 4.0;
+  const BudgetPlan local = plan_budget(in);
+  CHECK(local.total_bytes <= in.budget_bytes);
+  CHECK(local.minimum_bytes == plain.minimum_bytes);
+  CHECK(local.hot[0] + local.hot[1] < 100);
+  CHECK(local.cold_slots > 10);
+  // The fixed point: the pool is about 4 tokens of the cold neurons' activations (the hot prefixes
+  // are whole bundles, so within a few slots), and never more than the reserve + half the room.
+  CHECK(local.cold_slots <= 10 + room / 2 / 4096 + 1);
+  const double target = 4.0 * local.cold_activations_per_token;
+  if (local.cold_slots < 10 + room / 2 / 4096) CHECK(std::fabs(static_cast<double>(local.cold_slots) - target) <= 3.0);
+  CHECK(local.hot_activation_share < plain.hot_activation_share);
+
+  in.locality_tokens = 1000.0;  // capped at half the room
+  const BudgetPlan capped = plan_budget(in);
+  CHECK(capped.hot_total_bytes >= room / 2);
+  CHECK(capped.total_bytes <= in.budget_bytes);
+
+  in.budget_bytes = in.resident_bytes + 200 * 4096;  // everything fits: locality changes nothing
+  const BudgetPlan all = plan_budget(in);
+  CHECK(all.hot == std::vector<uint32_t>{100, 100});
+  CHECK(all.cold_slots == 0);
+
+  in.budget_bytes = in.resident_bytes + 10 * 4096 + room;
+  for (double bad : {-1.0, std::nan(""), std::numeric_limits<double>::infinity()}) {
+    in.locality_tokens = bad;
+    CHECK(error_of(in).find("locality_tokens must be a finite number >= 0") != std::string::npos);
+  }
+}
+
 TEST_CASE("planner: expected hits per byte, not frequency alone") {
   const std::vector<float> big = {0.6f, 0.6f};    // 8 KiB bundles: 0.6 / 8192
   const std::vector<float> small = {0.4f, 0.4f};  // 4 KiB bundles: 0.4 / 4096 is more per byte
