@@ -136,6 +136,16 @@ void MappedRegion::release_pages(const ReadOnlyFile& file, uint64_t file_offset)
                   POSIX_FADV_DONTNEED);
 }
 
+void MappedRegion::read_only_this() const {
+  if (base_ == nullptr) return;
+  ::madvise(base_, static_cast<size_t>(base_length_), MADV_RANDOM);
+  ::madvise(base_, static_cast<size_t>(base_length_), MADV_WILLNEED);
+}
+
+void drop_cached_pages(const ReadOnlyFile& file, uint64_t offset, uint64_t length) {
+  ::posix_fadvise(file.fd(), static_cast<off_t>(offset), static_cast<off_t>(length), POSIX_FADV_DONTNEED);
+}
+
 MappedRegion::~MappedRegion() {
   if (base_ != nullptr) ::munmap(base_, static_cast<size_t>(base_length_));
 }

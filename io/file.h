@@ -65,12 +65,22 @@ class MappedRegion {
   // budget. The mapping stays valid: a later access reads the pages in again. Best effort.
   void release_pages(const ReadOnlyFile& file, uint64_t file_offset) const;
 
+  // Page faults on this mapping read exactly the region, no more: MADV_RANDOM (no fault-around
+  // readahead, which on a disk with an 8 MiB read_ahead_kb drags in megabytes of whatever lies next
+  // to a tensor in the file) and MADV_WILLNEED (read the region itself ahead, in large requests).
+  // For data that is read once under a memory budget. Best effort.
+  void read_only_this() const;
+
  private:
   void* base_ = nullptr;
   uint64_t base_length_ = 0;
   const uint8_t* data_ = nullptr;
   uint64_t size_ = 0;
 };
+
+// Asks the kernel to drop `file`'s clean cached pages in [offset, offset + length) (length 0: to the
+// end); pages mapped by a process stay. posix_fadvise(DONTNEED); best effort.
+void drop_cached_pages(const ReadOnlyFile& file, uint64_t offset = 0, uint64_t length = 0);
 
 // Heap memory aligned to `alignment` (a power of two, default 4 KiB for O_DIRECT), zero-filled.
 class AlignedBuffer {

@@ -83,6 +83,9 @@ ModelWeights::ModelWeights(const gguf::GgufFile& file, const ModelConfig& c, Wei
   }
   bind_sparse_tensors(file, c);
   if (is_pack_) has_down_t_ = true;  // the bundles' down columns (bind_pack_layer)
+  // Whatever loading left in the page cache (readahead around the tensors read) would count
+  // against a cgroup memory cap and push out what matters; the bundles are read with O_DIRECT.
+  if (offload_bundles_) io::drop_cached_pages(file.file());
 }
 
 void ModelWeights::bind_pack_layer(const gguf::GgufFile& file, const ModelConfig& c, int64_t i) {
@@ -268,14 +271,24 @@ void ModelWeights::build_neuron_rows() const {
   });
 }
 
-const void* ModelWeights::data_of(const gguf::GgufFile& file, const gguf::TensorInfo& t) {
+const void* ModelWeights::data_of(const gguf::GgufFile& file, const gguf::TensorInfo& t, bool may_map) {
   resident_bytes_ += t.n_bytes;
-  if (load_ == WeightLoad::Mmap) {
+  // Under a memory budget, resident means resident: a mapped tensor lives in the page cache, which
+  // a cgroup limit (or any memory pressure) evicts, and every fault back in then reads a whole
+  // readahead window of the file. Only matrices about to be repacked (read once, then released) and
+  // the tied embedding table (rows looked up per token) stay mapped, reading exactly themselves.
+  if (load_ == WeightLoad::Mmap && (!offload_bundles_ || may_map)) {
     maps_.push_back(file.map_tensor(t));
+    if (offload_bundles_) maps_.back().read_only_this();
     return maps_.back().data();
   }
+  return read_into_buffer(file, t);
+}
+
+const void* ModelWeights::read_into_buffer(const gguf::GgufFile& file, const gguf::TensorInfo& t) {
   buffers_.emplace_back(static_cast<size_t>(t.n_bytes), 64);
   file.read_tensor(t, buffers_.back().data());
+  if (offload_bundles_) io::drop_cached_pages(file.file(), t.offset, t.n_bytes);
   return buffers_.back().data();
 }
 
@@ -293,8 +306,13 @@ MatrixView ModelWeights::bind_matrix(const gguf::GgufFile& file, const std::stri
   m.rows = ne1;
   m.row_stride = row_bytes(t.type, static_cast<uint64_t>(ne0));
   if (!map_data) return m;
-  m.data = data_of(file, t);
+  m.data = data_of(file, t, /*may_map=*/true);
   repack_if_enabled(m);
+  if (offload_bundles_ && load_ == WeightLoad::Mmap && m.repacked == nullptr && t.name != "token_embd.weight") {
+    // Not repacked (a type without an interleaved layout, or repacking off): own a copy instead.
+    maps_.back().release_pages(file.file(), t.offset);
+    m.data = read_into_buffer(file, t);
+  }
   release_original_if_offloading(file, t, m);
   return m;
 }

@@ -96,7 +96,10 @@ class ModelWeights {
                          bool map_data = true);
   void release_original_if_offloading(const gguf::GgufFile& file, const gguf::TensorInfo& t, const MatrixView& m);
   const float* bind_vector(const gguf::GgufFile& file, const std::string& name, int64_t n);
-  const void* data_of(const gguf::GgufFile& file, const gguf::TensorInfo& t);
+  // The tensor's bytes: mapped, or read into an owned buffer (WeightLoad::Read; under
+  // offload_bundles everything but what may_map allows, see the definition).
+  const void* data_of(const gguf::GgufFile& file, const gguf::TensorInfo& t, bool may_map = false);
+  const void* read_into_buffer(const gguf::GgufFile& file, const gguf::TensorInfo& t);
   void bind_sparse_tensors(const gguf::GgufFile& file, const ModelConfig& config);
   void bind_pack_layer(const gguf::GgufFile& file, const ModelConfig& config, int64_t layer);
   void repack_if_enabled(MatrixView& m);
