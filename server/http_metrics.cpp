@@ -153,6 +153,12 @@ void render_offload(std::string& out, const EngineMetrics& e) {
          u(s.bytes_read()));
   metric(out, "ember_neuron_cache_io_wait_seconds_total", "counter",
          "Seconds the engine was blocked waiting for reads.", number(seconds(s.io_wait_ns())));
+  metric(out, "ember_neuron_cache_prefetched_bundles_total", "counter",
+         "Bundles read ahead of their layer (memory.prefetch) from the residual entering it.",
+         u(s.fetch.prefetched_bundles));
+  metric(out, "ember_neuron_cache_prefetched_used_total", "counter",
+         "Prefetched bundles that their layer's step then used (the rest were mispredicted).",
+         u(s.fetch.prefetched_used));
   // Bucket b of latency_us_log2 counts [2^b, 2^(b+1)) microseconds (bucket 0 also below 1 us, the
   // last one everything above): cumulative `le` bounds of 2^(b+1) us, the last bucket only in +Inf.
   // The histogram keeps no exact sum: _sum takes each read at its bucket's midpoint (1.5 * 2^b us).

@@ -250,6 +250,8 @@ constexpr Setting kSettings[] = {
     {"memory", "io_backend", "EMBER_IO_BACKEND", Kind::String,
      [](ServeConfig& c, const json& v) { c.io_backend = io_backend_value(v); },
      [](const ServeConfig& c) -> json { return c.io_backend; }},
+    {"memory", "prefetch", "EMBER_PREFETCH", Kind::Bool, [](ServeConfig& c, const json& v) { c.prefetch = boolean(v); },
+     [](const ServeConfig& c) -> json { return c.prefetch; }},
     {"memory", "activation_state", "EMBER_ACTIVATION_STATE", Kind::String,
      [](ServeConfig& c, const json& v) { c.activation_state = activation_state_value(v); },
      [](const ServeConfig& c) -> json { return c.activation_state ? json(*c.activation_state) : json(nullptr); }},

@@ -41,6 +41,7 @@ struct ServeConfig {
   // "memory" section: a memory budget for neuron-bundle packs (issue 5; core/cache/README.md).
   std::string memory_budget;          // SIZE ("2G", "512M") or "P%" of the model file; empty: all in RAM
   std::string io_backend = "auto";    // auto, uring, pread: how cold bundles are read
+  bool prefetch = true;               // read each layer's predicted bundles before its attention
   // Where the live activation counts are saved at shutdown and read at start. nullopt: the default
   // place (activation_state_path()); "": not saved or loaded.
   std::optional<std::string> activation_state;

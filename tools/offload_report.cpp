@@ -74,6 +74,9 @@ nlohmann::json stats_json(const Model& model, const InferenceContext& ctx, const
       {"read_busy_ms", static_cast<double>(d.fetch.busy_ns) * 1e-6},
       {"dense_layer_steps", d.dense_steps},  {"stream_bytes_read", d.stream_bytes_read},
       {"read_latency_us_log2", d.fetch.latency_us_log2},
+      {"prefetched_bundles", d.fetch.prefetched_bundles},
+      {"prefetched_used", d.fetch.prefetched_used},
+      {"prefetch_wait_ms", static_cast<double>(d.fetch.prefetch_wait_ns) * 1e-6},
   };
   const OffloadStats& p = f.prefill_io;
   j["prefill"] = {
@@ -106,6 +109,13 @@ void print_stats(const nlohmann::json& j, std::FILE* out) {
                num("cache_hit_rate"), num("bytes_read_per_token") / 1024.0, num("read_block_bytes_mean") / 1024.0,
                num("io_read_mib_per_s"), num("io_wait_ms_per_token"), j.value("io_backend", std::string("?")).c_str(),
                mode.c_str());
+  if (j.contains("decode") && j["decode"].value("prefetched_bundles", uint64_t{0}) > 0) {
+    const auto& d = j["decode"];
+    const double fetched = static_cast<double>(d.value("prefetched_bundles", uint64_t{0}));
+    std::fprintf(out, "ember stats: prefetch: %.0f bundles read ahead of their layer, %.1f %% of them used; waited %.2f ms per token for them (included above)\n",
+                 fetched, 100.0 * static_cast<double>(d.value("prefetched_used", uint64_t{0})) / fetched,
+                 per(d.value("prefetch_wait_ms", 0.0), num("decode_tokens")));
+  }
 }
 
 void write_stats_json(const std::string& path, const nlohmann::json& stats) {

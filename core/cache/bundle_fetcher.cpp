@@ -68,6 +68,7 @@ BundleFetcher::BundleFetcher(NeuronCache& cache, io::BatchReader& reader, const 
   read_staging_.resize(n);
   requests_.resize(n);
   completions_.resize(std::max<size_t>(reader.capacity(), 1));
+  prefetched_.resize(n);
   failure_.reserve(256);
 
   if (options.register_staging) {
@@ -87,14 +88,14 @@ BundleFetcher::~BundleFetcher() {
   }
 }
 
-void BundleFetcher::begin(uint32_t layer, std::span<const int32_t> active, uint64_t tensor_offset) {
-  if (active_) cancel();
+const CacheLayerShape& BundleFetcher::check_request(uint32_t layer, std::span<const int32_t> list,
+                                                    uint64_t tensor_offset) const {
   if (layer >= cache_.n_layers()) {
     throw std::invalid_argument("bundle fetcher: layer " + std::to_string(layer) + " out of range");
   }
   const CacheLayerShape& shape = cache_.layer(layer);
-  if (active.size() > options_.max_active) {
-    throw std::invalid_argument("bundle fetcher: " + std::to_string(active.size()) + " active neurons exceed max_active " +
+  if (list.size() > options_.max_active) {
+    throw std::invalid_argument("bundle fetcher: " + std::to_string(list.size()) + " active neurons exceed max_active " +
                                 std::to_string(options_.max_active));
   }
   uint64_t tensor_bytes = 0;
@@ -104,12 +105,19 @@ void BundleFetcher::begin(uint32_t layer, std::span<const int32_t> active, uint6
                                 "'s bundle tensor [" + std::to_string(tensor_offset) + ", +" + std::to_string(tensor_bytes) +
                                 ") lies outside the file of " + std::to_string(file_.size()) + " bytes");
   }
-  for (size_t i = 0; i < active.size(); ++i) {
-    if (active[i] < 0 || static_cast<uint32_t>(active[i]) >= shape.n_ff) {
+  for (size_t i = 0; i < list.size(); ++i) {
+    if (list[i] < 0 || static_cast<uint32_t>(list[i]) >= shape.n_ff) {
       throw std::invalid_argument("bundle fetcher: active entry " + std::to_string(i) + ": neuron " +
-                                  std::to_string(active[i]) + " out of range [0, " + std::to_string(shape.n_ff) + ")");
+                                  std::to_string(list[i]) + " out of range [0, " + std::to_string(shape.n_ff) + ")");
     }
   }
+  return shape;
+}
+
+void BundleFetcher::begin(uint32_t layer, std::span<const int32_t> active, uint64_t tensor_offset) {
+  if (prefetch_in_flight()) finish_prefetch();
+  if (active_) cancel();
+  const CacheLayerShape& shape = check_request(layer, active, tensor_offset);
 
   ++stats_.fetches;
   layer_ = layer;
@@ -117,14 +125,20 @@ void BundleFetcher::begin(uint32_t layer, std::span<const int32_t> active, uint6
   n_resident_ = n_missing_ = n_reads_ = 0;
   next_read_ = in_flight_ = 0;
   failed_ = false;
+  prefetching_ = false;
+  const bool count_prefetched = n_prefetched_ > 0 && prefetched_layer_ == layer;
   for (size_t i = 0; i < active.size(); ++i) {
     const uint32_t neuron = static_cast<uint32_t>(active[i]);
     if (const uint8_t* data = cache_.find(layer, neuron)) {
       resident_[n_resident_++] = FetchedBundle{static_cast<uint32_t>(i), neuron, data};
+      if (count_prefetched && std::binary_search(prefetched_.begin(), prefetched_.begin() + n_prefetched_, neuron)) {
+        ++stats_.prefetched_used;
+      }
     } else {
       missing_[n_missing_++] = Missing{neuron, static_cast<uint32_t>(i), nullptr, false};
     }
   }
+  n_prefetched_ = 0;  // a prefetch counts for the next fetch only
   stats_.bundles_resident += n_resident_;
   if (n_missing_ == 0) return;
 
@@ -150,34 +164,117 @@ void BundleFetcher::begin(uint32_t layer, std::span<const int32_t> active, uint6
                        std::to_string(claimed) + " claimed of " + std::to_string(n_missing_) +
                        " missing); the plan reserved too few cold slots for this active set");
     }
-    extents_[i] = io::Extent{tensor_offset + static_cast<uint64_t>(m.neuron) * bundle_bytes_, bundle_bytes_};
   }
-
   try {
-    io::CoalesceOptions co;
-    co.file_size = file_.size();
-    co.alignment = static_cast<uint32_t>(file_.alignment());
-    co.max_read_bytes = options_.max_read_bytes;
-    co.max_gap_bytes = options_.max_gap_bytes;
-    const io::CoalesceStats cs = io::coalesce_reads(std::span<const io::Extent>(extents_.data(), n_missing_), co,
-                                                    std::span<io::CoalescedRead>(reads_.data(), n_missing_),
-                                                    std::span<io::ExtentPlacement>(placements_.data(), n_missing_));
-    n_reads_ = cs.reads;
-    stats_.bytes_wasted += cs.bytes_wasted;
-    // Placements are in extent order and their reads never go back, so each read's extents are a
-    // contiguous run of the (sorted) missing list.
-    size_t r = 0;
-    read_first_[0] = 0;
-    for (size_t i = 0; i < n_missing_; ++i) {
-      while (r < placements_[i].read) read_first_[++r] = static_cast<uint32_t>(i);
-    }
-    while (r < n_reads_) read_first_[++r] = static_cast<uint32_t>(n_missing_);
+    plan_reads(tensor_offset);
     submit_window();
   } catch (...) {
     abandon_unsettled();
     active_ = false;
     throw;
   }
+}
+
+void BundleFetcher::prefetch(uint32_t layer, std::span<const int32_t> predicted, uint64_t tensor_offset) {
+  if (prefetch_in_flight()) finish_prefetch();
+  if (active_) cancel();
+  const CacheLayerShape& shape = check_request(layer, predicted, tensor_offset);
+  layer_ = layer;
+  bundle_bytes_ = shape.bundle_bytes;
+  n_resident_ = n_missing_ = n_reads_ = n_arrivals_ = 0;
+  next_read_ = in_flight_ = 0;
+  failed_ = false;
+  n_prefetched_ = 0;
+  for (size_t i = 0; i < predicted.size(); ++i) {
+    const uint32_t neuron = static_cast<uint32_t>(predicted[i]);
+    // peek: a prediction is not a use (no hit counted, no reference bit, no pin).
+    if (cache_.peek(layer, neuron) == nullptr) missing_[n_missing_++] = Missing{neuron, static_cast<uint32_t>(i), nullptr, false};
+  }
+  if (n_missing_ == 0) return;
+  // Lowest bundle numbers first: the pack orders each layer's neurons by activation frequency, so
+  // when slots run out the likeliest ones have been claimed.
+  std::sort(missing_.begin(), missing_.begin() + n_missing_,
+            [](const Missing& a, const Missing& b) { return a.neuron < b.neuron; });
+  size_t kept = 0;
+  for (size_t i = 0; i < n_missing_; ++i) {
+    if (i > 0 && missing_[i].neuron == missing_[i - 1].neuron) continue;  // a duplicate: read once
+    missing_[kept] = missing_[i];
+    missing_[kept].slot = cache_.claim(layer, missing_[kept].neuron);
+    if (missing_[kept].slot == nullptr) break;  // every slot is pinned or pending: read what we have
+    ++kept;
+  }
+  n_missing_ = kept;
+  if (n_missing_ == 0) return;
+  ++stats_.prefetches;
+  active_ = true;
+  prefetching_ = true;
+  try {
+    plan_reads(tensor_offset);
+    submit_window();
+  } catch (const std::invalid_argument&) {
+    abandon_unsettled();
+    active_ = prefetching_ = false;
+    throw;
+  } catch (const FetchError&) {
+    // The reader took nothing (or refused): no prefetch this time.
+    abandon_unsettled();
+    active_ = prefetching_ = false;
+    return;
+  }
+  // One window only: the claims of reads that did not fit are given back now.
+  for (size_t r = next_read_; r < n_reads_; ++r) {
+    for (uint32_t i = read_first_[r]; i < read_first_[r + 1]; ++i) {
+      cache_.abandon(layer_, missing_[i].neuron);
+      missing_[i].settled = true;
+    }
+  }
+  n_reads_ = next_read_;
+  if (in_flight_ == 0) active_ = prefetching_ = false;
+}
+
+void BundleFetcher::finish_prefetch() {
+  const int64_t t0 = now_ns();
+  drain_in_flight();
+  abandon_unsettled();
+  const int64_t t1 = now_ns();
+  stats_.prefetch_wait_ns += static_cast<uint64_t>(t1 - t0);
+  // Submit -> drained: an upper bound on the time the reads were outstanding (they may have
+  // landed during the attention), so the throughput derived from busy_ns stays a lower bound.
+  stats_.busy_ns += static_cast<uint64_t>(t1 - window_start_ns_);
+  // What arrived, for prefetched_used (missing_ is sorted by neuron).
+  n_prefetched_ = 0;
+  for (size_t i = 0; i < n_missing_; ++i) {
+    if (cache_.peek(layer_, missing_[i].neuron) != nullptr) prefetched_[n_prefetched_++] = missing_[i].neuron;
+  }
+  prefetched_layer_ = layer_;
+  stats_.prefetched_bundles += n_prefetched_;
+  if (failed_) ++stats_.prefetch_failed_reads;
+  failed_ = false;
+  active_ = prefetching_ = false;
+}
+
+void BundleFetcher::plan_reads(uint64_t tensor_offset) {
+  for (size_t i = 0; i < n_missing_; ++i) {
+    extents_[i] = io::Extent{tensor_offset + static_cast<uint64_t>(missing_[i].neuron) * bundle_bytes_, bundle_bytes_};
+  }
+  io::CoalesceOptions co;
+  co.file_size = file_.size();
+  co.alignment = static_cast<uint32_t>(file_.alignment());
+  co.max_read_bytes = options_.max_read_bytes;
+  co.max_gap_bytes = options_.max_gap_bytes;
+  const io::CoalesceStats cs = io::coalesce_reads(std::span<const io::Extent>(extents_.data(), n_missing_), co,
+                                                  std::span<io::CoalescedRead>(reads_.data(), n_missing_),
+                                                  std::span<io::ExtentPlacement>(placements_.data(), n_missing_));
+  n_reads_ = cs.reads;
+  stats_.bytes_wasted += cs.bytes_wasted;
+  // Placements are in extent order and their reads never go back, so each read's extents are a
+  // contiguous run of the (sorted) missing list.
+  size_t r = 0;
+  read_first_[0] = 0;
+  for (size_t i = 0; i < n_missing_; ++i) {
+    while (r < placements_[i].read) read_first_[++r] = static_cast<uint32_t>(i);
+  }
+  while (r < n_reads_) read_first_[++r] = static_cast<uint32_t>(n_missing_);
 }
 
 void BundleFetcher::submit_window() {
@@ -243,12 +340,12 @@ void BundleFetcher::settle_read(const io::ReadCompletion& c) {
     ++stats_.bundles_read;
     stats_.bytes_wanted += bundle_bytes_;
     // After a failure nothing more is handed out (the fetch throws), but good reads still commit.
-    if (!failed_) arrivals_[n_arrivals_++] = FetchedBundle{m.index, m.neuron, data};
+    if (!failed_ && !prefetching_) arrivals_[n_arrivals_++] = FetchedBundle{m.index, m.neuron, data};
   }
 }
 
 std::span<const FetchedBundle> BundleFetcher::next_arrivals() {
-  if (!active_) return {};
+  if (!active_ || prefetching_) return {};
   while (true) {
     if (in_flight_ == 0) {
       if (failed_) fail_after_drain();
@@ -304,6 +401,10 @@ void BundleFetcher::abandon_unsettled() {
 }
 
 void BundleFetcher::cancel() {
+  if (prefetch_in_flight()) {
+    finish_prefetch();
+    return;
+  }
   if (!active_) return;
   // The reads in flight write into the staging buffer: wait for them before anything reuses it.
   // Their bundles are committed when good (they are valid data), abandoned otherwise.

@@ -70,6 +70,14 @@ struct FetcherStats {
   // compute the caller did before harvesting, so it is a lower bound).
   uint64_t busy_ns = 0;
   uint64_t failed_reads = 0;
+  // Prefetch (prefetch()): bundles read ahead and committed, how many of them the next fetch of
+  // their layer asked for, reads that failed (dropped: the real fetch reads again and reports), and
+  // the time begin() waited for prefetch reads still in flight.
+  uint64_t prefetches = 0;
+  uint64_t prefetched_bundles = 0;
+  uint64_t prefetched_used = 0;
+  uint64_t prefetch_failed_reads = 0;
+  uint64_t prefetch_wait_ns = 0;
   // Read latency (submit -> harvest) in microseconds: bucket b counts [2^b, 2^(b+1)), bucket 0 also
   // below 1 us, the last bucket everything above.
   std::array<uint64_t, kLatencyBuckets> latency_us_log2{};
@@ -99,9 +107,21 @@ class BundleFetcher {
   // next call); empty when every missing bundle has been delivered. Throws FetchError on a failed
   // read (after draining, see above).
   std::span<const FetchedBundle> next_arrivals();
-  bool in_progress() const { return active_; }
-  // Abandons the rest of a fetch: waits for the reads in flight, gives back every unfilled claim.
+  bool in_progress() const { return active_ && !prefetching_; }
+  // Abandons the rest of a fetch (or a prefetch): waits for the reads in flight, commits the good
+  // ones, gives back every unfilled claim.
   void cancel();
+
+  // Reads ahead: claims cold slots for layer `layer`'s bundles in `predicted` that are not
+  // resident and submits their reads, handing nothing out. The next begin() (for any layer) first
+  // waits for them and commits what arrived, so a fetch of that layer finds them resident. Best
+  // effort: claiming stops when no slot is free (slots pinned by the current step are never
+  // taken), only what fits one window of the staging buffer and the reader is read, and a failed
+  // read is counted and dropped (the real fetch reads the bundle again and reports its error).
+  // Ends an unfinished fetch first. Throws std::invalid_argument like begin(), nothing else.
+  void prefetch(uint32_t layer, std::span<const int32_t> predicted, uint64_t tensor_offset);
+  bool prefetch_in_flight() const { return active_ && prefetching_; }
+  uint32_t prefetch_layer() const { return layer_; }  // while prefetch_in_flight()
 
   // begin(), then f(const FetchedBundle&) for every resident bundle, then for each arrival.
   // If f throws, the fetch is cancelled and the exception passed on.
@@ -133,6 +153,9 @@ class BundleFetcher {
     bool settled = false;  // committed or abandoned
   };
 
+  const CacheLayerShape& check_request(uint32_t layer, std::span<const int32_t> list, uint64_t tensor_offset) const;
+  void plan_reads(uint64_t tensor_offset);
+  void finish_prefetch();
   void submit_window();
   void settle_read(const io::ReadCompletion& completion);
   void abandon_unsettled();
@@ -164,6 +187,11 @@ class BundleFetcher {
   uint64_t bundle_bytes_ = 0;
   bool active_ = false;
   bool failed_ = false;
+  bool prefetching_ = false;  // the reads in flight are a prefetch's (nothing is handed out)
+  // The bundles the last prefetch committed (sorted), to count how many the next fetch uses.
+  std::vector<uint32_t> prefetched_;
+  size_t n_prefetched_ = 0;
+  uint32_t prefetched_layer_ = 0;
   std::string failure_;  // the first failed read's message
   int64_t window_start_ns_ = 0;
   FetcherStats stats_;

@@ -210,8 +210,11 @@ void InferenceContext::forward_batch(const int32_t* tokens, int64_t n, bool want
   const bool decode_step = n == 1;
   const bool counted = decode_step && collect_stats_;
   const bool sparse_ffn_on = decode_step && sparse_.mode != SparseOptions::Mode::Dense;
+  const bool prefetch_on = sparse_ffn_on && offload_ != nullptr && offload_->prefetch_enabled() &&
+                           sparse_.mode == SparseOptions::Mode::Predictor;
   for (int64_t l = 0; l < c_.n_layer; ++l) {
     const LayerWeights& L = w.layers[static_cast<size_t>(l)];
+    if (prefetch_on) prefetch_layer(l, L, counted ? &stats_[static_cast<size_t>(l)] : nullptr);
     const uint64_t t_layer = counted ? now_ns() : 0;
     per_token(0, [&](int64_t t) { rms_norm(&x_[sz(t, E)], L.attn_norm, &xb_[sz(t, E)], E, c_.rms_eps); });
     mm(L.wq, xb_.data(), n, q_.data());
@@ -298,6 +301,24 @@ void InferenceContext::ffn_decode_dense_counted(const LayerWeights& L, SparseLay
   st.truly_active += truly;
   st.true_positive += truly;
   st.ffn_ns += t1 - t0;
+}
+
+void InferenceContext::prefetch_layer(int64_t l, const LayerWeights& L, SparseLayerStats* st) {
+  // The residual entering the layer stands in for the one entering its FFN (attention changes it
+  // little): the predicted bundles are read while the attention runs. active_ is free until the
+  // real prediction (the fetcher keeps its own copy of the list).
+  const uint64_t t0 = now_ns();
+  PredictorArgs p;
+  p.fc1 = L.pred_fc1;
+  p.fc2 = L.pred_fc2;
+  p.x = x_.data();
+  p.threshold = layer_threshold_[static_cast<size_t>(l)];
+  p.hidden = pred_hidden_.data();
+  p.scores = scores_.data();
+  p.active = active_.data();
+  const int64_t n = predict_active_neurons(p, pool_, mm_scratch_);
+  if (n < c_.n_ff) offload_->prefetch(l, active_.data(), n);  // a dense step streams the layer anyway
+  if (st != nullptr) st->predictor_ns += now_ns() - t0;
 }
 
 void InferenceContext::ffn_decode_sparse(int64_t l, const LayerWeights& L, SparseLayerStats& st) {

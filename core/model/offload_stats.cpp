@@ -25,6 +25,11 @@ OffloadStats combine(const OffloadStats& a, const OffloadStats& b, Op op) {
   r.fetch.io_wait_ns = op(a.fetch.io_wait_ns, b.fetch.io_wait_ns);
   r.fetch.busy_ns = op(a.fetch.busy_ns, b.fetch.busy_ns);
   r.fetch.failed_reads = op(a.fetch.failed_reads, b.fetch.failed_reads);
+  r.fetch.prefetches = op(a.fetch.prefetches, b.fetch.prefetches);
+  r.fetch.prefetched_bundles = op(a.fetch.prefetched_bundles, b.fetch.prefetched_bundles);
+  r.fetch.prefetched_used = op(a.fetch.prefetched_used, b.fetch.prefetched_used);
+  r.fetch.prefetch_failed_reads = op(a.fetch.prefetch_failed_reads, b.fetch.prefetch_failed_reads);
+  r.fetch.prefetch_wait_ns = op(a.fetch.prefetch_wait_ns, b.fetch.prefetch_wait_ns);
   for (size_t i = 0; i < r.fetch.latency_us_log2.size(); ++i) {
     r.fetch.latency_us_log2[i] = op(a.fetch.latency_us_log2[i], b.fetch.latency_us_log2[i]);
   }

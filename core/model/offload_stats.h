@@ -18,7 +18,7 @@ struct OffloadStats {
   uint64_t stream_wait_ns = 0;    // blocked waiting for streamed chunks
   uint64_t hot_load_bytes = 0;    // read at start into the hot prefixes
   uint64_t bytes_read() const { return fetch.bytes_read + stream_bytes_read; }
-  uint64_t io_wait_ns() const { return fetch.io_wait_ns + stream_wait_ns; }
+  uint64_t io_wait_ns() const { return fetch.io_wait_ns + fetch.prefetch_wait_ns + stream_wait_ns; }
 };
 
 // after - before, counter by counter (hot_load_bytes: after's).

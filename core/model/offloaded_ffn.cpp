@@ -96,6 +96,12 @@ OffloadedFfn::OffloadedFfn(const gguf::GgufFile& file, const ModelConfig& c, con
   requests_.resize(stream_bytes / kStreamReadBytes + 2);
   completions_.resize(std::max<size_t>(reader_->capacity(), 1));
   stream_failure_.reserve(256);
+  if (o.prefetch) {
+    now_.resize(static_cast<size_t>(F));
+    remapped_.resize(static_cast<size_t>(F));
+    later_.resize(static_cast<size_t>(F));
+    later_index_.resize(static_cast<size_t>(F));
+  }
 }
 
 cache::BudgetPlanInput OffloadedFfn::plan_input(bool live) const {
@@ -257,10 +263,52 @@ void OffloadedFfn::sparse_step(int64_t layer, const float* x, const int32_t* act
       for (int64_t i = t * 32; i < end; ++i) kernel.activate(bundles[i].index, bundles[i].data);
     });
   };
+  std::span<const int32_t> list(active, static_cast<size_t>(n_active));
+  const uint64_t tensor = w_.layers[static_cast<size_t>(layer)].bundles_offset;
+  if (fetcher_->prefetch_in_flight() && fetcher_->prefetch_layer() == static_cast<uint32_t>(layer)) {
+    // This layer's predicted bundles are being read (prefetch()): compute the bundles already in
+    // memory while those reads land, then fetch the rest, which begin() finds mostly prefetched.
+    size_t n_now = 0, n_later = 0;
+    for (int64_t i = 0; i < n_active; ++i) {
+      const auto neuron = static_cast<uint32_t>(active[i]);
+      if (neuron >= static_cast<uint32_t>(c_.n_ff)) break;  // begin() below refuses the list
+      // peek first: a bundle still being read counts once, as the hit begin() finds it to be.
+      if (cache_->peek(static_cast<uint32_t>(layer), neuron) != nullptr) {
+        const uint8_t* data = cache_->find(static_cast<uint32_t>(layer), neuron);
+        now_[n_now++] = cache::FetchedBundle{static_cast<uint32_t>(i), neuron, data};
+      } else {
+        later_index_[n_later] = static_cast<uint32_t>(i);
+        later_[n_later++] = active[i];
+      }
+    }
+    if (n_now + n_later != static_cast<size_t>(n_active)) n_later = static_cast<size_t>(n_active);  // see begin()
+    try {
+      if (n_later < static_cast<size_t>(n_active)) activate(std::span<const cache::FetchedBundle>(now_.data(), n_now));
+      else n_now = 0;
+      std::span<const int32_t> rest = n_now > 0 ? std::span<const int32_t>(later_.data(), n_later) : list;
+      auto remap = [&](std::span<const cache::FetchedBundle> got) {
+        if (n_now == 0) return got;
+        for (size_t k = 0; k < got.size(); ++k) {
+          remapped_[k] = got[k];
+          remapped_[k].index = later_index_[got[k].index];
+        }
+        return std::span<const cache::FetchedBundle>(remapped_.data(), got.size());
+      };
+      fetcher_->begin(static_cast<uint32_t>(layer), rest, tensor);
+      activate(remap(fetcher_->resident()));
+      for (auto arrived = fetcher_->next_arrivals(); !arrived.empty(); arrived = fetcher_->next_arrivals()) {
+        activate(remap(arrived));
+      }
+    } catch (...) {
+      fetcher_->cancel();
+      throw;
+    }
+    kernel.finish(out, pool);
+    return;
+  }
   // Resident neurons are computed while the misses' reads are in flight, then each read's bundles
   // as it completes. A FetchError leaves the cache consistent (the fetcher has cancelled the rest).
-  fetcher_->begin(static_cast<uint32_t>(layer), std::span<const int32_t>(active, static_cast<size_t>(n_active)),
-                  w_.layers[static_cast<size_t>(layer)].bundles_offset);
+  fetcher_->begin(static_cast<uint32_t>(layer), list, tensor);
   if (fetcher_->resident().size() == static_cast<size_t>(n_active)) {
     // Every bundle is in memory (no reads in flight): one fused pass, as all in RAM.
     for (const cache::FetchedBundle& f : fetcher_->resident()) kernel.set_bundle(f.index, f.data);
@@ -278,6 +326,13 @@ void OffloadedFfn::sparse_step(int64_t layer, const float* x, const int32_t* act
     throw;
   }
   kernel.finish(out, pool);
+}
+
+void OffloadedFfn::prefetch(int64_t layer, const int32_t* predicted, int64_t n_predicted) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  cache_->begin_step();  // the previous layer is done: its bundles may make room
+  fetcher_->prefetch(static_cast<uint32_t>(layer), std::span<const int32_t>(predicted, static_cast<size_t>(n_predicted)),
+                     w_.layers[static_cast<size_t>(layer)].bundles_offset);
 }
 
 const uint8_t* OffloadedFfn::hot_data(int64_t layer, int64_t first, int64_t end) {
@@ -345,6 +400,7 @@ void OffloadedFfn::dense_step(int64_t layer, const float* x, int64_t n, float* g
                               ThreadPool& pool, MatmulScratch& scratch) {
   std::lock_guard<std::mutex> lock(mutex_);
   ++stats_.dense_steps;
+  fetcher_->cancel();  // a prefetch's reads share the reader: they land (and are committed) first
   const int64_t F = c_.n_ff, E = c_.n_embd, cn = chunk_neurons_;
   const int64_t n_chunks = (F + cn - 1) / cn;
   // Neurons [first, first + count) from their bundles; the down sums continue those of the earlier

@@ -215,6 +215,17 @@ struct FaultFixture {
     return "";
   }
 
+  // Every read covering layer `layer`'s bundle `neuron` fails with EIO; returns the bundle's offset.
+  uint64_t fail_bundle(uint32_t layer, uint32_t neuron) {
+    const uint64_t target = pack.offsets[layer] + neuron * kBundle;
+    io::FaultPlan plan;
+    plan.range_begin = target;
+    plan.range_end = target + kBundle;
+    plan.range_errno = EIO;
+    fault->set_plan(plan);
+    return target;
+  }
+
   // After a failure: consistent, nothing pending, and the same fetch works without the fault.
   void check_recovers(const std::vector<int32_t>& active) {
     CHECK(cache.pending() == 0);
@@ -341,12 +352,7 @@ const std::vector<int32_t> kFaultActive = {60, 1, 39, 20, 40, 41, 63};  // 1 is 
 
 void fault_on_bundle_range(Backend backend) {
   FaultFixture fx(backend);
-  const uint64_t target = fx.pack.offsets[1] + 40 * kBundle;
-  io::FaultPlan plan;
-  plan.range_begin = target;
-  plan.range_end = target + kBundle;
-  plan.range_errno = EIO;
-  fx.fault->set_plan(plan);
+  const uint64_t target = fx.fail_bundle(1, 40);
   const std::string msg = fx.failing_fetch(kFaultActive);
   CAPTURE(msg);
   CHECK(msg.find("bundle fetch of layer 1: " + fx.tmp.path() + ": read [") == 0);
@@ -402,6 +408,106 @@ TEST_CASE("bundle fetcher: a failed read names the file, offset and length; the 
     fault_on_first_read(backend);
     fault_truncated(backend);
   }
+}
+
+namespace {
+
+// Prefetch then fetch, layer by layer, as the decode loop does: the prediction overlaps the real
+// active set by about half; every delivered bundle is checked, nothing allocates after warm-up.
+void prefetch_steps(Backend backend, uint32_t cold_slots, uint32_t seed) {
+  const SyntheticPack pack;
+  const io_test::TestFile tmp(io_test::disk_dir(), pack.contents);
+  const io::DirectFile file = io::DirectFile::open(tmp.path());
+  auto reader = make_reader(backend, file, 32);
+  const CacheLayerShape shapes[] = {{kNff, kBundle, 6}, {kNff, kBundle, 0}, {kNff, kBundle, 3}};
+  NeuronCache cache(shapes, cold_slots);
+  load_hot_prefixes(cache, *reader, file, pack.offsets);
+  BundleFetcher fetcher(cache, *reader, file, {.max_active = kMaxActive});
+  std::mt19937 rng(seed);
+  std::vector<int32_t> predicted, active;
+  predicted.reserve(kMaxActive);
+  active.reserve(kMaxActive);
+  std::vector<int> seen(kMaxActive);
+  int bad = 0;
+  long allocations = 0;
+  for (int token = 0; token < 80; ++token) {
+    const long before = cache_test::allocations();
+    for (uint32_t l = 0; l < kLayers; ++l) {
+      cache.begin_step();
+      random_active(rng, 1 + rng() % kMaxActive, predicted);
+      fetcher.prefetch(l, predicted, pack.offsets[l]);
+      CHECK_FALSE(fetcher.in_progress());
+      // The real active set: the first half of the prediction plus fresh neurons.
+      active.assign(predicted.begin(), predicted.begin() + static_cast<long>(predicted.size() / 2));
+      while (active.size() < kMaxActive / 2 + 1) {
+        const auto n = static_cast<int32_t>(rng() % kNff);
+        if (std::find(active.begin(), active.end(), n) == active.end()) active.push_back(n);
+      }
+      cache.begin_step();
+      bad += fetch_and_check(fetcher, l, active, pack.offsets[l], seen);
+    }
+    if (token >= 5) allocations += cache_test::allocations() - before;
+  }
+  CHECK(bad == 0);
+  CHECK(allocations == 0);
+  const FetcherStats& fs = fetcher.stats();
+  CHECK(fs.prefetches > 0);
+  CHECK(fs.prefetched_bundles > 0);
+  CHECK(fs.prefetched_used > 0);
+  CHECK(fs.prefetched_used <= fs.prefetched_bundles);
+  CHECK(fs.prefetch_failed_reads == 0);
+  CHECK(fs.bundles_read == cache.stats().commits);  // prefetched bundles count as read
+  CHECK(cache.pending() == 0);
+  CHECK_FALSE(fetcher.prefetch_in_flight());
+  cache.check_consistency();
+}
+
+// A failed prefetch read is dropped; the real fetch reads the bundle again and reports the error.
+void prefetch_fault(Backend backend) {
+  FaultFixture fx(backend);
+  fx.fail_bundle(1, 40);
+  fx.cache.begin_step();
+  fx.fetcher->prefetch(1, kFaultActive, fx.pack.offsets[1]);
+  const std::string msg = fx.failing_fetch(kFaultActive);  // drains the prefetch first
+  CAPTURE(msg);
+  CHECK(msg.find("bundle fetch of layer 1: ") == 0);
+  CHECK(fx.fetcher->stats().prefetch_failed_reads == 1);
+  CHECK(fx.cache.peek(1, 40) == nullptr);
+  fx.check_recovers(kFaultActive);
+  // A prefetch left in flight is drained by cancel().
+  fx.cache.begin_step();
+  const std::vector<int32_t> others = {10, 11, 12, 50};
+  fx.fetcher->prefetch(2, others, fx.pack.offsets[2]);
+  fx.fetcher->cancel();
+  CHECK_FALSE(fx.fetcher->prefetch_in_flight());
+  CHECK(fx.cache.pending() == 0);
+  CHECK(fx.reader->in_flight() == 0);
+  for (int32_t n : others) CHECK(bundle_ok(2, static_cast<uint32_t>(n), fx.cache.peek(2, static_cast<uint32_t>(n))));
+  fx.cache.check_consistency();
+}
+
+}  // namespace
+
+TEST_CASE("bundle fetcher: prefetched bundles are found by the next fetch; a prefetch never fails a step") {
+  for (Backend backend : backends("bundle fetcher prefetch")) {
+    CAPTURE(name(backend));
+    prefetch_steps(backend, 40, 11);
+    // Fewer cold slots than two active sets: the prefetch runs out of slots and stops quietly.
+    prefetch_steps(backend, kMaxActive, 12);
+    prefetch_fault(backend);
+  }
+  // Bad requests are refused like begin()'s.
+  const SyntheticPack pack;
+  const io_test::TestFile tmp(io_test::disk_dir(), pack.contents);
+  const io::DirectFile file = io::DirectFile::open(tmp.path());
+  auto reader = make_reader(Backend::Pread, file, 8);
+  const CacheLayerShape shapes[] = {{kNff, kBundle, 0}};
+  NeuronCache cache(shapes, 8);
+  BundleFetcher fetcher(cache, *reader, file, {.max_active = kMaxActive});
+  const std::vector<int32_t> out_of_range = {1, kNff};
+  CHECK_THROWS_AS(fetcher.prefetch(0, out_of_range, pack.offsets[0]), std::invalid_argument);
+  CHECK_THROWS_AS(fetcher.prefetch(3, {}, pack.offsets[0]), std::invalid_argument);
+  CHECK(cache.pending() == 0);
 }
 
 TEST_CASE("hot loader: a failed read is an error naming the range; bad offsets are refused") {

@@ -53,8 +53,10 @@ uint64_t minimum_budget(const std::string& path) {
 bool uring_works() { return io::UringReader::unavailable_reason().empty(); }
 
 std::unique_ptr<Model> load_with_budget(const std::string& path, uint64_t budget, io::IoBackend backend,
-                                        uint32_t stream_chunk_bytes = OffloadOptions{}.stream_chunk_bytes) {
+                                        uint32_t stream_chunk_bytes = OffloadOptions{}.stream_chunk_bytes,
+                                        bool prefetch = false) {
   ModelLoadOptions o;
+  o.offload.prefetch = prefetch;
   o.offload.budget_bytes = budget;
   o.offload.backend = backend;
   o.offload.stream_chunk_bytes = stream_chunk_bytes;
@@ -108,6 +110,15 @@ TEST_CASE("a pack under a memory budget gives the all-in-RAM floats at every bud
         // in one go, the rest chunk by chunk, still the same floats.
         auto chunked = load_with_budget(path, budget, backend, 1);
         CHECK(same_floats(test::greedy_run(*chunked, pool, mode, prompt, 24), want));
+        if (mode.mode == SparseOptions::Mode::Predictor && budget < file_bytes) {
+          // Reading each layer's predicted bundles ahead changes what is cached, never the floats.
+          auto ahead = load_with_budget(path, budget, backend, OffloadOptions{}.stream_chunk_bytes, /*prefetch=*/true);
+          CHECK(same_floats(test::greedy_run(*ahead, pool, mode, prompt, 24), want));
+          const OffloadStats pst = ahead->offloaded_ffn()->stats();
+          if (budget == minimum) CHECK(pst.fetch.prefetched_bundles > 0);
+          CHECK(pst.fetch.prefetched_used <= pst.fetch.prefetched_bundles);
+          ahead->offloaded_ffn()->check_consistency();
+        }
       }
     }
   }

@@ -65,25 +65,29 @@ TEST_CASE("ember serve: memory flags and variables in --print-config") {
   json j = print_config("", "");
   CHECK(j["memory"]["budget"] == "");
   CHECK(j["memory"]["io_backend"] == "auto");
+  CHECK(j["memory"]["prefetch"] == true);
   CHECK(j["memory"]["activation_state"].is_null());
   CHECK(j["memory"]["replan_tokens"] == 8192);
 
   j = print_config(
-      "EMBER_MEMORY_BUDGET=2G EMBER_IO_BACKEND=pread EMBER_ACTIVATION_STATE=/s/a EMBER_REPLAN_TOKENS=5", "");
+      "EMBER_MEMORY_BUDGET=2G EMBER_IO_BACKEND=pread EMBER_ACTIVATION_STATE=/s/a EMBER_REPLAN_TOKENS=5 EMBER_PREFETCH=false",
+      "");
   CHECK(j["memory"]["budget"] == "2G");
+  CHECK(j["memory"]["prefetch"] == false);
   CHECK(j["memory"]["io_backend"] == "pread");
   CHECK(j["memory"]["activation_state"] == "/s/a");
   CHECK(j["memory"]["replan_tokens"] == 5);
   // Flags beat the environment; --activation-state "" turns the file off.
   j = print_config("EMBER_MEMORY_BUDGET=2G EMBER_ACTIVATION_STATE=/s/a",
-                   "--memory-budget 50% --io-backend uring --activation-state '' --replan-tokens 0");
+                   "--memory-budget 50% --io-backend uring --activation-state '' --replan-tokens 0 --no-prefetch");
   CHECK(j["memory"]["budget"] == "50%");
+  CHECK(j["memory"]["prefetch"] == false);
   CHECK(j["memory"]["io_backend"] == "uring");
   CHECK(j["memory"]["activation_state"] == "");
   CHECK(j["memory"]["replan_tokens"] == 0);
 
   const Run help = serve("", "--help");
-  for (const char* flag : {"--memory-budget", "--io-backend", "--activation-state", "--replan-tokens"}) {
+  for (const char* flag : {"--memory-budget", "--io-backend", "--no-prefetch", "--activation-state", "--replan-tokens"}) {
     INFO(flag);
     CHECK(help.out.find(flag) != std::string::npos);
   }
