@@ -308,17 +308,21 @@ void InferenceContext::prefetch_layer(int64_t l, const LayerWeights& L, SparseLa
   // little): the predicted bundles are read while the attention runs. active_ is free until the
   // real prediction (the fetcher keeps its own copy of the list).
   const uint64_t t0 = now_ns();
+  const int64_t n = predict_layer(l, L);
+  if (n < c_.n_ff) offload_->prefetch(l, active_.data(), n);  // a dense step streams the layer anyway
+  if (st != nullptr) st->predictor_ns += now_ns() - t0;
+}
+
+int64_t InferenceContext::predict_layer(int64_t l, const LayerWeights& L) {
   PredictorArgs p;
   p.fc1 = L.pred_fc1;
   p.fc2 = L.pred_fc2;
-  p.x = x_.data();
+  p.x = x_.data();  // the residual stream (before ffn_norm, or entering the layer for a prefetch)
   p.threshold = layer_threshold_[static_cast<size_t>(l)];
   p.hidden = pred_hidden_.data();
   p.scores = scores_.data();
   p.active = active_.data();
-  const int64_t n = predict_active_neurons(p, pool_, mm_scratch_);
-  if (n < c_.n_ff) offload_->prefetch(l, active_.data(), n);  // a dense step streams the layer anyway
-  if (st != nullptr) st->predictor_ns += now_ns() - t0;
+  return predict_active_neurons(p, pool_, mm_scratch_);
 }
 
 void InferenceContext::ffn_decode_sparse(int64_t l, const LayerWeights& L, SparseLayerStats& st) {
@@ -344,18 +348,9 @@ void InferenceContext::ffn_decode_sparse(int64_t l, const LayerWeights& L, Spars
       }
       n_active = select_relu_active(gate, up, F, c_.activation, active);
       break;
-    case Mode::Predictor: {
-      PredictorArgs p;
-      p.fc1 = L.pred_fc1;
-      p.fc2 = L.pred_fc2;
-      p.x = x_.data();  // the residual stream before ffn_norm
-      p.threshold = layer_threshold_[static_cast<size_t>(l)];
-      p.hidden = pred_hidden_.data();
-      p.scores = scores_.data();
-      p.active = active;
-      n_active = predict_active_neurons(p, pool_, mm_scratch_);
+    case Mode::Predictor:
+      n_active = predict_layer(l, L);  // into active_
       break;
-    }
     case Mode::Threshold: {
       mm(L.ffn_gate, xb_.data(), 1, gate);
       dense_gate = true;

@@ -77,6 +77,8 @@ class InferenceContext {
   void setup_sparse(const SparseOptions& options);
   // The FFN of a decode step in the sparse mode: xb_ row 0 (normed) and x_ row 0 (residual, for
   // the predictor) -> tmp_ row 0.
+  // Layer l's predictor on x_ (the residual stream) into active_; returns the count.
+  int64_t predict_layer(int64_t l, const LayerWeights& L);
   // Decode steps with OffloadOptions::prefetch: start reading layer l's predicted bundles.
   void prefetch_layer(int64_t l, const LayerWeights& L, SparseLayerStats* st);
   void ffn_decode_sparse(int64_t layer, const LayerWeights& L, SparseLayerStats& stats);

@@ -268,36 +268,33 @@ void OffloadedFfn::sparse_step(int64_t layer, const float* x, const int32_t* act
   if (fetcher_->prefetch_in_flight() && fetcher_->prefetch_layer() == static_cast<uint32_t>(layer)) {
     // This layer's predicted bundles are being read (prefetch()): compute the bundles already in
     // memory while those reads land, then fetch the rest, which begin() finds mostly prefetched.
+    // peek first: a bundle still being read is counted once, as the hit begin() finds it to be.
+    // Out-of-range entries go to the rest, whose begin() refuses them.
     size_t n_now = 0, n_later = 0;
     for (int64_t i = 0; i < n_active; ++i) {
       const auto neuron = static_cast<uint32_t>(active[i]);
-      if (neuron >= static_cast<uint32_t>(c_.n_ff)) break;  // begin() below refuses the list
-      // peek first: a bundle still being read counts once, as the hit begin() finds it to be.
-      if (cache_->peek(static_cast<uint32_t>(layer), neuron) != nullptr) {
-        const uint8_t* data = cache_->find(static_cast<uint32_t>(layer), neuron);
-        now_[n_now++] = cache::FetchedBundle{static_cast<uint32_t>(i), neuron, data};
+      const bool resident = neuron < static_cast<uint32_t>(c_.n_ff) && cache_->peek(static_cast<uint32_t>(layer), neuron) != nullptr;
+      if (resident) {
+        now_[n_now++] = cache::FetchedBundle{static_cast<uint32_t>(i), neuron, cache_->find(static_cast<uint32_t>(layer), neuron)};
       } else {
         later_index_[n_later] = static_cast<uint32_t>(i);
         later_[n_later++] = active[i];
       }
     }
-    if (n_now + n_later != static_cast<size_t>(n_active)) n_later = static_cast<size_t>(n_active);  // see begin()
+    // The fetch numbers bundles by their place in the rest: back to their place in the whole list.
+    auto renumbered = [&](std::span<const cache::FetchedBundle> got) {
+      for (size_t k = 0; k < got.size(); ++k) {
+        remapped_[k] = got[k];
+        remapped_[k].index = later_index_[got[k].index];
+      }
+      return std::span<const cache::FetchedBundle>(remapped_.data(), got.size());
+    };
     try {
-      if (n_later < static_cast<size_t>(n_active)) activate(std::span<const cache::FetchedBundle>(now_.data(), n_now));
-      else n_now = 0;
-      std::span<const int32_t> rest = n_now > 0 ? std::span<const int32_t>(later_.data(), n_later) : list;
-      auto remap = [&](std::span<const cache::FetchedBundle> got) {
-        if (n_now == 0) return got;
-        for (size_t k = 0; k < got.size(); ++k) {
-          remapped_[k] = got[k];
-          remapped_[k].index = later_index_[got[k].index];
-        }
-        return std::span<const cache::FetchedBundle>(remapped_.data(), got.size());
-      };
-      fetcher_->begin(static_cast<uint32_t>(layer), rest, tensor);
-      activate(remap(fetcher_->resident()));
+      activate(std::span<const cache::FetchedBundle>(now_.data(), n_now));
+      fetcher_->begin(static_cast<uint32_t>(layer), std::span<const int32_t>(later_.data(), n_later), tensor);
+      activate(renumbered(fetcher_->resident()));
       for (auto arrived = fetcher_->next_arrivals(); !arrived.empty(); arrived = fetcher_->next_arrivals()) {
-        activate(remap(arrived));
+        activate(renumbered(arrived));
       }
     } catch (...) {
       fetcher_->cancel();
