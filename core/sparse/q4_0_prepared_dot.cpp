@@ -40,7 +40,8 @@ EMBER_Q4_BLOCK(block_avx2, EMBER_AVX2,
 EMBER_Q4_BLOCK(block_vnni, EMBER_VNNI, _mm256_dpbusd_epi32(c, q, a))
 #undef EMBER_Q4_BLOCK
 
-// Four blocks per iteration on independent accumulators hide the add latency.
+// Four blocks per iteration on independent accumulators hide the add latency (AVX2; the VNNI
+// machines take dot_vnni512 below).
 #define EMBER_Q4_DOT(NAME, TARGET, BLOCK)                                                             \
   __attribute__((target(TARGET))) float NAME(const void* row, const Q4PreparedInput& x) {            \
     const auto* w = static_cast<const block_q4_0*>(row);                                              \
@@ -64,8 +65,53 @@ EMBER_Q4_BLOCK(block_vnni, EMBER_VNNI, _mm256_dpbusd_epi32(c, q, a))
     return _mm_cvtss_f32(s);                                                                          \
   }
 EMBER_Q4_DOT(dot_avx2, EMBER_AVX2, block_avx2)
-EMBER_Q4_DOT(dot_vnni, EMBER_VNNI, block_vnni)
 #undef EMBER_Q4_DOT
+
+// AVX-512 VNNI, two blocks per step: half the instructions of dot_vnni per value. The 32 bytes of
+// packed weights of blocks b and b+1 become one 64-byte register [b lo, b+1 lo, b hi, b+1 hi]
+// (the order Q4PreparedInput::qs_pairs holds the input in), one vpdpbusd does all 64 products,
+// and the two weight scales are spread over their lanes by two masked broadcasts.
+#define EMBER_VNNI512 "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni"
+__attribute__((target(EMBER_VNNI512))) inline __m512 pair_vnni512(const block_q4_0& w0, const block_q4_0& w1,
+                                                                  const int8_t* xq, const int32_t* corr,
+                                                                  const float* xd) {
+  const __m256i raw = _mm256_inserti128_si256(
+      _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w0.qs))),
+      _mm_loadu_si128(reinterpret_cast<const __m128i*>(w1.qs)), 1);
+  const __m512i q = _mm512_and_si512(_mm512_inserti64x4(_mm512_castsi256_si512(raw), _mm256_srli_epi16(raw, 4), 1),
+                                     _mm512_set1_epi8(0x0F));
+  const __m512i sum = _mm512_dpbusd_epi32(_mm512_loadu_si512(corr), q, _mm512_loadu_si512(xq));
+  // Lanes 0-3 and 8-11 belong to block b, 4-7 and 12-15 to block b+1.
+  const __m256i dh = _mm256_mask_set1_epi16(_mm256_set1_epi16(static_cast<short>(w0.d)), 0xF0F0,
+                                            static_cast<short>(w1.d));
+  return _mm512_mul_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(sum), _mm512_cvtph_ps(dh)), _mm512_loadu_ps(xd));
+}
+
+__attribute__((target(EMBER_VNNI512))) float dot_vnni512(const void* row, const Q4PreparedInput& x) {
+  const auto* w = static_cast<const block_q4_0*>(row);
+  const int8_t* xq = x.qs_pairs.data();
+  const int32_t* corr = x.corr_pairs.data();
+  const float* xd = x.d_pairs.data();
+  const int64_t n_pairs = x.n_blocks / 2;
+  __m512 acc0 = _mm512_setzero_ps(), acc1 = acc0;
+  int64_t p = 0;
+  for (; p + 2 <= n_pairs; p += 2) {
+    acc0 = _mm512_add_ps(acc0, pair_vnni512(w[2 * p], w[2 * p + 1], xq + 64 * p, corr + 16 * p, xd + 16 * p));
+    acc1 = _mm512_add_ps(acc1, pair_vnni512(w[2 * p + 2], w[2 * p + 3], xq + 64 * (p + 1), corr + 16 * (p + 1),
+                                            xd + 16 * (p + 1)));
+  }
+  if (p < n_pairs) acc0 = _mm512_add_ps(acc0, pair_vnni512(w[2 * p], w[2 * p + 1], xq + 64 * p, corr + 16 * p, xd + 16 * p));
+  float sum = _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
+  if (x.n_blocks % 2 != 0) {  // the odd last block, in element order
+    const int64_t b = x.n_blocks - 1;
+    const __m256 v = block_vnni(w[b], x.qs.data() + 32 * b, x.corr.data() + 8 * b, x.d[static_cast<size_t>(b)]);
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    sum += _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
+  }
+  return sum;
+}
+#undef EMBER_VNNI512
 #undef EMBER_AVX2
 #undef EMBER_VNNI
 
@@ -75,7 +121,7 @@ DotFn pick_dot() {
   // Follows the kernel set choice, so EMBER_KERNELS=scalar runs the scalar loop here too.
   const KernelSet set = active_kernel_set();
   if (set == KernelSet::Scalar) return dot_q4_0_prepared_scalar;
-  if (set == KernelSet::Avx512Vnni && cpu_has_avx512_vnni()) return dot_vnni;
+  if (set == KernelSet::Avx512Vnni && cpu_has_avx512_vnni()) return dot_vnni512;
   if (cpu_has_avx2_fma_f16c()) return dot_avx2;
   return dot_q4_0_prepared_scalar;
 }
@@ -88,6 +134,9 @@ void Q4PreparedInput::reserve(int64_t n) {
   qs.assign(blocks * kQK8_0, 0);
   d.assign(blocks, 0.0f);
   corr.assign(blocks * 8, 0);
+  qs_pairs.assign(blocks / 2 * 64, 0);
+  corr_pairs.assign(blocks / 2 * 16, 0);
+  d_pairs.assign(blocks / 2 * 16, 0.0f);
 }
 
 void Q4PreparedInput::prepare(const float* x, int64_t n) {
@@ -102,6 +151,21 @@ void Q4PreparedInput::prepare(const float* x, int64_t n) {
     for (int g = 0; g < 8; ++g) {
       const int8_t* v = blk.qs + 4 * g;
       corr[static_cast<size_t>(8 * b + g)] = -8 * (v[0] + v[1] + v[2] + v[3]);
+    }
+  }
+  // The pair layout (see the header): half h (elements 16h..16h+15) of block 2p+j goes to slot
+  // 2h+j of pair p, 16 values and 4 groups per slot.
+  for (int64_t p = 0; p < n_blocks / 2; ++p) {
+    for (int h = 0; h < 2; ++h) {
+      for (int j = 0; j < 2; ++j) {
+        const auto b = static_cast<size_t>(2 * p + j);
+        const auto slot = static_cast<size_t>(4 * p + 2 * h + j);
+        std::memcpy(&qs_pairs[16 * slot], &qs[kQK8_0 * b + 16 * static_cast<size_t>(h)], 16);
+        for (int g = 0; g < 4; ++g) {
+          corr_pairs[4 * slot + static_cast<size_t>(g)] = corr[8 * b + 4 * static_cast<size_t>(h) + static_cast<size_t>(g)];
+          d_pairs[4 * slot + static_cast<size_t>(g)] = d[b];
+        }
+      }
     }
   }
 }

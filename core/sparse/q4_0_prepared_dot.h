@@ -20,6 +20,12 @@ struct Q4PreparedInput {
   std::vector<int8_t> qs;    // n_blocks * 32 quantized values, element order
   std::vector<float> d;      // n_blocks scales (the Q8_0 scale, F16-rounded as in block_q8_0)
   std::vector<int32_t> corr; // n_blocks * 8: -8 * (x[4g] + ... + x[4g+3]) for group g of a block
+  // The same input for the AVX-512 kernel, which takes two blocks (b, b+1) per 64-byte register in
+  // the order its nibble split produces: b[0..15], b+1[0..15], b[16..31], b+1[16..31]; corr in the
+  // matching 4-value groups, and the block scales spread over the lanes of their groups.
+  std::vector<int8_t> qs_pairs;     // (n_blocks / 2) * 64
+  std::vector<int32_t> corr_pairs;  // (n_blocks / 2) * 16
+  std::vector<float> d_pairs;       // (n_blocks / 2) * 16
 };
 
 // sum over blocks of d_w * d_x * sum_j (q_j - 8) * x_j for one Q4_0 row of n_blocks * 32 values;
