@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <new>
@@ -158,6 +159,29 @@ AlignedBuffer::AlignedBuffer(size_t bytes, size_t alignment) {
                                 " is not a power of two of at least pointer size");
   }
   if (bytes == 0) return;
+  if (bytes >= kHugePageBytes && alignment <= kHugePageBytes && bytes <= SIZE_MAX - 2 * kHugePageBytes) {
+    // 2 MiB-aligned: map 2 MiB more than needed and trim both ends. The length is not rounded up
+    // to whole huge pages: the tail past the last whole one stays in small pages rather than
+    // costing up to 2 MiB per buffer (a 7B model has ~200 repacked matrices).
+    const size_t small_page = static_cast<size_t>(page_size());
+    const size_t length = (bytes + small_page - 1) / small_page * small_page;
+    const size_t padded = length + kHugePageBytes;
+    void* m = ::mmap(nullptr, padded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m != MAP_FAILED) {  // else fall through: posix_memalign reports the failure
+      auto* raw = static_cast<uint8_t*>(m);
+      const size_t head = (kHugePageBytes - reinterpret_cast<uintptr_t>(raw) % kHugePageBytes) % kHugePageBytes;
+      if (head > 0) ::munmap(raw, head);
+      if (padded - head - length > 0) ::munmap(raw + head + length, padded - head - length);
+      uint8_t* p = raw + head;
+      // Before the first touch: memory already faulted in as small pages stays small until
+      // khugepaged gets to it. Advice only: EINVAL where THP is compiled out; fresh anonymous
+      // memory is zero-filled either way.
+      ::madvise(p, length, MADV_HUGEPAGE);
+      ptr_ = std::unique_ptr<uint8_t, Free>(p, Free{length});
+      size_ = bytes;
+      return;
+    }
+  }
   // posix_memalign rather than aligned_alloc: the latter requires size to be a multiple of alignment.
   void* p = nullptr;
   const int rc = ::posix_memalign(&p, alignment, bytes);
@@ -170,6 +194,12 @@ AlignedBuffer::AlignedBuffer(size_t bytes, size_t alignment) {
   size_ = bytes;
 }
 
-void AlignedBuffer::Free::operator()(uint8_t* p) const { std::free(p); }
+void AlignedBuffer::Free::operator()(uint8_t* p) const {
+  if (mapped_bytes != 0) {
+    ::munmap(p, mapped_bytes);
+  } else {
+    std::free(p);
+  }
+}
 
 }  // namespace ember::io

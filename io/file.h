@@ -82,17 +82,33 @@ class MappedRegion {
 // end); pages mapped by a process stay. posix_fadvise(DONTNEED); best effort.
 void drop_cached_pages(const ReadOnlyFile& file, uint64_t offset = 0, uint64_t length = 0);
 
-// Heap memory aligned to `alignment` (a power of two, default 4 KiB for O_DIRECT), zero-filled.
+// Memory aligned to `alignment` (a power of two, default 4 KiB for O_DIRECT), zero-filled.
+// Buffers of kHugePageBytes or more are anonymous mappings aligned to 2 MiB and marked
+// MADV_HUGEPAGE before anything touches them, so the kernel can back them with transparent huge
+// pages (with THP in "madvise" mode only such marked memory gets them, and memory touched before
+// the advice stays in small pages). The model's big arrays live here: repacked matrices, bundles
+// read into memory, the neuron cache. Fewer TLB misses on the sparse FFN's random ~7 KB bundle
+// reads: +7 % decode tok/s on the mistral-7b pack (dev VM, back-to-back pairs). Best effort: where
+// THP is off the mapping is ordinary memory.
 class AlignedBuffer {
  public:
+  static constexpr size_t kHugePageBytes = size_t{2} << 20;
+
   AlignedBuffer() = default;
   explicit AlignedBuffer(size_t bytes, size_t alignment = 4096);
   uint8_t* data() { return ptr_.get(); }
   const uint8_t* data() const { return ptr_.get(); }
   size_t size() const { return size_; }
+  // Whether the buffer is a huge-page-advised mapping (not whether the kernel granted huge pages).
+  bool huge_page_advised() const { return ptr_.get_deleter().mapped_bytes != 0; }
 
  private:
   struct Free {
+    // User-provided constructors: a default member initializer would leave Free not yet default
+    // constructible inside the incomplete AlignedBuffer, which unique_ptr's constructors need.
+    Free() noexcept : mapped_bytes(0) {}
+    explicit Free(size_t mapped) noexcept : mapped_bytes(mapped) {}
+    size_t mapped_bytes;  // 0: from posix_memalign; else the length of the anonymous mapping
     void operator()(uint8_t* p) const;
   };
   std::unique_ptr<uint8_t, Free> ptr_;

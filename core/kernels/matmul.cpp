@@ -173,20 +173,38 @@ void decode_q4_0_panels(const MatrixView& w, const Q4_0Panels& kernels, const ui
 
 }  // namespace
 
-std::vector<uint8_t> repack_for_matmul(const MatrixView& w) {
-  std::vector<uint8_t> out;
+uint64_t repacked_size(const MatrixView& w) {
 #ifdef EMBER_HAVE_X86_SIMD
   const Q4_0Panels* kernels = q4_0_panels();
-  if (w.type != GgmlType::Q4_0 || kernels == nullptr || w.cols % kQK4_0 != 0 || w.rows < kernels->rows) return out;
+  if (w.type != GgmlType::Q4_0 || kernels == nullptr || w.cols % kQK4_0 != 0 || w.rows < kernels->rows) return 0;
+  const uint64_t panel_bytes = static_cast<uint64_t>(w.cols / kQK4_0) * kernels->block_bytes();
+  return panel_bytes * static_cast<uint64_t>(w.rows / kernels->rows);
+#else
+  (void)w;
+  return 0;
+#endif
+}
+
+void repack_for_matmul_into(const MatrixView& w, uint8_t* out) {
+#ifdef EMBER_HAVE_X86_SIMD
+  if (repacked_size(w) == 0) return;
+  const Q4_0Panels* kernels = q4_0_panels();
   const int64_t nb = w.cols / kQK4_0;
   const uint64_t panel_bytes = static_cast<uint64_t>(nb) * kernels->block_bytes();
   const int64_t n_panels = w.rows / kernels->rows;
-  out.resize(panel_bytes * static_cast<uint64_t>(n_panels));
   const auto* weights = static_cast<const uint8_t*>(w.data);
   for (int64_t p = 0; p < n_panels; ++p) {
-    kernels->repack(nb, weights + p * kernels->rows * w.row_stride, w.row_stride, out.data() + p * panel_bytes);
+    kernels->repack(nb, weights + p * kernels->rows * w.row_stride, w.row_stride, out + p * panel_bytes);
   }
+#else
+  (void)w;
+  (void)out;
 #endif
+}
+
+std::vector<uint8_t> repack_for_matmul(const MatrixView& w) {
+  std::vector<uint8_t> out(repacked_size(w));
+  if (!out.empty()) repack_for_matmul_into(w, out.data());
   return out;
 }
 

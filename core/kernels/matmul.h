@@ -28,6 +28,11 @@ struct MatrixView {
 // vector when there is none. Done once at model load; point MatrixView::repacked at the result.
 // Costs as much memory as the weights it covers; the original data must stay valid too.
 std::vector<uint8_t> repack_for_matmul(const MatrixView& w);
+// The same in two steps, for owners that allocate the copy themselves (the model loader puts it
+// in huge-page memory): the copy's size (0: no repacked layout for w), then the copy itself into
+// `out`, which holds repacked_size(w) bytes.
+uint64_t repacked_size(const MatrixView& w);
+void repack_for_matmul_into(const MatrixView& w, uint8_t* out);
 
 // Buffers for converted activations, sized once for the largest product the model will run so
 // that matmul never allocates in the decode loop.

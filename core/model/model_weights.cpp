@@ -138,7 +138,16 @@ void ModelWeights::bind_pack_layer(const gguf::GgufFile& file, const ModelConfig
   l.bundles_offset = tb.offset;
   // Offloaded: the views keep their shapes for the kernels' checks, with no data; the neuron cache
   // reads the bundles (core/model/offloaded_ffn.h).
-  const void* bundles = offload_bundles_ ? nullptr : data_of(file, tb);
+  // All in RAM with repacking on (the fast in-memory mode): the bundles are read into huge-page
+  // memory rather than mapped. File pages are 4 KiB, and the sparse FFN reads ~7 KB bundles at
+  // random: on 2 MiB pages those reads run up to twice as fast (see io::AlignedBuffer).
+  const void* bundles = nullptr;
+  if (!offload_bundles_ && repack_ && load_ == WeightLoad::Mmap) {
+    resident_bytes_ += tb.n_bytes;
+    bundles = read_into_buffer(file, tb);
+  } else if (!offload_bundles_) {
+    bundles = data_of(file, tb);
+  }
   l.ffn_gate = pack::gate_view(b, bundles, c.n_ff, c.n_embd);
   l.ffn_up = pack::up_view(b, bundles, c.n_ff, c.n_embd);
   // Bundle rows are never repacked: a repacked copy would add two thirds of the FFN's size to
@@ -329,12 +338,13 @@ void ModelWeights::release_original_if_offloading(const gguf::GgufFile& file, co
 
 void ModelWeights::repack_if_enabled(MatrixView& m) {
   if (!repack_) return;
-  std::vector<uint8_t> copy = repack_for_matmul(m);
-  if (!copy.empty()) {
-    repacked_bytes_ += copy.size();
-    repacked_.push_back(std::move(copy));
-    m.repacked = repacked_.back().data();  // vector's heap buffer does not move with the vector
-  }
+  const uint64_t size = repacked_size(m);
+  if (size == 0) return;
+  // In an AlignedBuffer: huge pages for the panels too (fewer TLB misses on the 2-thread decode).
+  repacked_.emplace_back(static_cast<size_t>(size), 64);
+  repack_for_matmul_into(m, repacked_.back().data());
+  repacked_bytes_ += size;
+  m.repacked = repacked_.back().data();  // the buffer's memory does not move with the vector
 }
 
 const float* ModelWeights::bind_vector(const gguf::GgufFile& file, const std::string& name, int64_t n) {

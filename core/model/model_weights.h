@@ -108,7 +108,7 @@ class ModelWeights {
   WeightLoad load_;
   std::vector<io::MappedRegion> maps_;
   std::vector<io::AlignedBuffer> buffers_;
-  std::vector<std::vector<uint8_t>> repacked_;
+  std::vector<io::AlignedBuffer> repacked_;
   bool repack_ = false;
   uint64_t resident_bytes_ = 0;
   uint64_t repacked_bytes_ = 0;

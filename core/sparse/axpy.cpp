@@ -124,6 +124,40 @@ __attribute__((target(EMBER_AVX512))) void axpy_q4_0_avx512(int64_t n_blocks, fl
   }
 }
 
+// Several rows into the same y, block by block: y is loaded and stored once per block for all of
+// them and their rows stream in side by side. Per value the same fmas in the same (row) order as
+// one axpy_q4_0_avx512 call per row, so the same floats.
+template <int R>
+__attribute__((target(EMBER_AVX512))) inline void axpy_q4_0_rows_avx512(int64_t n_blocks, const float* a,
+                                                                        const void* const* x, float* y) {
+  const block_q4_0* b[R];
+  for (int r = 0; r < R; ++r) b[r] = static_cast<const block_q4_0*>(x[r]);
+  const __m512 table = _mm512_setr_ps(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7);
+  const __m128i mask = _mm_set1_epi8(0x0F);
+  for (int64_t i = 0; i < n_blocks; ++i, y += kQK4_0) {
+    __m512 ylo = _mm512_loadu_ps(y), yhi = _mm512_loadu_ps(y + 16);
+    for (int r = 0; r < R; ++r) {
+      const __m512 ad = _mm512_set1_ps(a[r] * _cvtsh_ss(b[r][i].d));
+      const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b[r][i].qs));
+      const __m512 lo = _mm512_permutexvar_ps(_mm512_cvtepu8_epi32(_mm_and_si128(raw, mask)), table);
+      const __m512 hi = _mm512_permutexvar_ps(_mm512_cvtepu8_epi32(_mm_and_si128(_mm_srli_epi16(raw, 4), mask)), table);
+      ylo = _mm512_fmadd_ps(lo, ad, ylo);
+      yhi = _mm512_fmadd_ps(hi, ad, yhi);
+    }
+    _mm512_storeu_ps(y, ylo);
+    _mm512_storeu_ps(y + 16, yhi);
+  }
+}
+
+__attribute__((target(EMBER_AVX512))) void axpy_q4_0_rows_avx512_any(int64_t n_blocks, const float* a,
+                                                                     const void* const* x, int n, float* y) {
+  int r = 0;
+  for (; r + 8 <= n; r += 8) axpy_q4_0_rows_avx512<8>(n_blocks, a + r, x + r, y);
+  if (r + 4 <= n) { axpy_q4_0_rows_avx512<4>(n_blocks, a + r, x + r, y); r += 4; }
+  if (r + 2 <= n) { axpy_q4_0_rows_avx512<2>(n_blocks, a + r, x + r, y); r += 2; }
+  if (r < n) axpy_q4_0_rows_avx512<1>(n_blocks, a + r, x + r, y);
+}
+
 __attribute__((target(EMBER_AVX512))) void axpy_q8_0_avx512(int64_t n_blocks, float a, const void* x, float* y) {
   const auto* b = static_cast<const block_q8_0*>(x);
   for (int64_t i = 0; i < n_blocks; ++i, y += kQK8_0) {
@@ -180,6 +214,13 @@ void axpy_q4_0(int64_t n_blocks, float a, const void* x, float* y) {
   if (use_avx2()) return axpy_q4_0_avx2(n_blocks, a, x, y);
 #endif
   axpy_q4_0_scalar(n_blocks, a, x, y);
+}
+
+void axpy_q4_0_rows(int64_t n_blocks, const float* a, const void* const* x, int n, float* y) {
+#if defined(EMBER_HAVE_X86_SIMD)
+  if (use_avx512()) return axpy_q4_0_rows_avx512_any(n_blocks, a, x, n, y);
+#endif
+  for (int r = 0; r < n; ++r) axpy_q4_0(n_blocks, a[r], x[r], y);
 }
 
 void axpy_q8_0(int64_t n_blocks, float a, const void* x, float* y) {

@@ -72,14 +72,20 @@ EMBER_Q4_DOT(dot_avx2, EMBER_AVX2, block_avx2)
 // (the order Q4PreparedInput::qs_pairs holds the input in), one vpdpbusd does all 64 products,
 // and the two weight scales are spread over their lanes by two masked broadcasts.
 #define EMBER_VNNI512 "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni"
+// GCC 12 warns falsely about the undefined vectors inside its own AVX-512 intrinsics when they are
+// used through a target attribute (as in axpy.cpp).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 __attribute__((target(EMBER_VNNI512))) inline __m512 pair_vnni512(const block_q4_0& w0, const block_q4_0& w1,
                                                                   const int8_t* xq, const int32_t* corr,
                                                                   const float* xd) {
   const __m256i raw = _mm256_inserti128_si256(
       _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w0.qs))),
       _mm_loadu_si128(reinterpret_cast<const __m128i*>(w1.qs)), 1);
-  const __m512i q = _mm512_and_si512(_mm512_inserti64x4(_mm512_castsi256_si512(raw), _mm256_srli_epi16(raw, 4), 1),
-                                     _mm512_set1_epi8(0x0F));
+  // raw in both halves, the upper one shifted right by 4 (the high nibbles), then masked.
+  const __m512i both = _mm512_broadcast_i64x4(raw);
+  const __m512i q = _mm512_and_si512(_mm512_mask_srli_epi16(both, 0xFFFF0000u, both, 4), _mm512_set1_epi8(0x0F));
   const __m512i sum = _mm512_dpbusd_epi32(_mm512_loadu_si512(corr), q, _mm512_loadu_si512(xq));
   // Lanes 0-3 and 8-11 belong to block b, 4-7 and 12-15 to block b+1.
   const __m256i dh = _mm256_mask_set1_epi16(_mm256_set1_epi16(static_cast<short>(w0.d)), 0xF0F0,
@@ -87,35 +93,75 @@ __attribute__((target(EMBER_VNNI512))) inline __m512 pair_vnni512(const block_q4
   return _mm512_mul_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(sum), _mm512_cvtph_ps(dh)), _mm512_loadu_ps(xd));
 }
 
-__attribute__((target(EMBER_VNNI512))) float dot_vnni512(const void* row, const Q4PreparedInput& x) {
-  const auto* w = static_cast<const block_q4_0*>(row);
+// R rows against the same input at once: the input's loads are shared and the R weight streams are
+// independent, so more memory reads are in flight (the sparse FFN's rows are at random addresses,
+// and one stream at a time leaves the core waiting). Each row is summed exactly as dot_vnni512
+// sums it (same accumulators, same order), so pairing rows never changes a result.
+template <int R>
+__attribute__((target(EMBER_VNNI512))) inline void dot_rows_vnni512(const block_q4_0* const* w,
+                                                                    const Q4PreparedInput& x, float* out) {
   const int8_t* xq = x.qs_pairs.data();
   const int32_t* corr = x.corr_pairs.data();
   const float* xd = x.d_pairs.data();
   const int64_t n_pairs = x.n_blocks / 2;
-  __m512 acc0 = _mm512_setzero_ps(), acc1 = acc0;
+  __m512 acc0[R], acc1[R];
+  for (int r = 0; r < R; ++r) acc0[r] = acc1[r] = _mm512_setzero_ps();
   int64_t p = 0;
   for (; p + 2 <= n_pairs; p += 2) {
-    acc0 = _mm512_add_ps(acc0, pair_vnni512(w[2 * p], w[2 * p + 1], xq + 64 * p, corr + 16 * p, xd + 16 * p));
-    acc1 = _mm512_add_ps(acc1, pair_vnni512(w[2 * p + 2], w[2 * p + 3], xq + 64 * (p + 1), corr + 16 * (p + 1),
-                                            xd + 16 * (p + 1)));
+    for (int r = 0; r < R; ++r) {
+      acc0[r] = _mm512_add_ps(acc0[r], pair_vnni512(w[r][2 * p], w[r][2 * p + 1], xq + 64 * p, corr + 16 * p, xd + 16 * p));
+      acc1[r] = _mm512_add_ps(acc1[r], pair_vnni512(w[r][2 * p + 2], w[r][2 * p + 3], xq + 64 * (p + 1),
+                                                    corr + 16 * (p + 1), xd + 16 * (p + 1)));
+    }
   }
-  if (p < n_pairs) acc0 = _mm512_add_ps(acc0, pair_vnni512(w[2 * p], w[2 * p + 1], xq + 64 * p, corr + 16 * p, xd + 16 * p));
-  float sum = _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
-  if (x.n_blocks % 2 != 0) {  // the odd last block, in element order
-    const int64_t b = x.n_blocks - 1;
-    const __m256 v = block_vnni(w[b], x.qs.data() + 32 * b, x.corr.data() + 8 * b, x.d[static_cast<size_t>(b)]);
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    sum += _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
+  for (int r = 0; r < R; ++r) {
+    if (p < n_pairs) {
+      acc0[r] = _mm512_add_ps(acc0[r], pair_vnni512(w[r][2 * p], w[r][2 * p + 1], xq + 64 * p, corr + 16 * p, xd + 16 * p));
+    }
+    // Halves by hand rather than _mm512_reduce_add_ps, whose GCC 12 expansion warns of
+    // uninitialized lanes.
+    const __m512 v512 = _mm512_add_ps(acc0[r], acc1[r]);
+    const __m256 v256 = _mm256_add_ps(_mm512_castps512_ps256(v512),
+                                      _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v512), 1)));
+    __m128 h = _mm_add_ps(_mm256_castps256_ps128(v256), _mm256_extractf128_ps(v256, 1));
+    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+    float sum = _mm_cvtss_f32(_mm_add_ss(h, _mm_movehdup_ps(h)));
+    if (x.n_blocks % 2 != 0) {  // the odd last block, in element order
+      const int64_t b = x.n_blocks - 1;
+      const __m256 v = block_vnni(w[r][b], x.qs.data() + 32 * b, x.corr.data() + 8 * b, x.d[static_cast<size_t>(b)]);
+      __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+      s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+      sum += _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
+    }
+    out[r] = sum;
   }
-  return sum;
 }
+
+__attribute__((target(EMBER_VNNI512))) float dot_vnni512(const void* row, const Q4PreparedInput& x) {
+  const block_q4_0* w[1] = {static_cast<const block_q4_0*>(row)};
+  float out[1];
+  dot_rows_vnni512<1>(w, x, out);
+  return out[0];
+}
+
+// Any number of rows: groups of 8, then 4, 2, 1 (8 rows keep 16 accumulators and the shared input
+// in the 32 vector registers).
+__attribute__((target(EMBER_VNNI512))) void dot_rows_vnni512_any(const void* const* rows, int n,
+                                                                 const Q4PreparedInput& x, float* out) {
+  const auto* w = reinterpret_cast<const block_q4_0* const*>(rows);
+  int r = 0;
+  for (; r + 8 <= n; r += 8) dot_rows_vnni512<8>(w + r, x, out + r);
+  if (r + 4 <= n) { dot_rows_vnni512<4>(w + r, x, out + r); r += 4; }
+  if (r + 2 <= n) { dot_rows_vnni512<2>(w + r, x, out + r); r += 2; }
+  if (r < n) dot_rows_vnni512<1>(w + r, x, out + r);
+}
+#pragma GCC diagnostic pop
 #undef EMBER_VNNI512
 #undef EMBER_AVX2
 #undef EMBER_VNNI
 
 using DotFn = float (*)(const void*, const Q4PreparedInput&);
+using DotRowsFn = void (*)(const void* const*, int, const Q4PreparedInput&, float*);
 
 DotFn pick_dot() {
   // Follows the kernel set choice, so EMBER_KERNELS=scalar runs the scalar loop here too.
@@ -124,6 +170,17 @@ DotFn pick_dot() {
   if (set == KernelSet::Avx512Vnni && cpu_has_avx512_vnni()) return dot_vnni512;
   if (cpu_has_avx2_fma_f16c()) return dot_avx2;
   return dot_q4_0_prepared_scalar;
+}
+
+// Several rows through the one-row kernel, for the kernel sets without a multi-row one.
+void dot_rows_by_one(const void* const* rows, int n, const Q4PreparedInput& x, float* out) {
+  for (int r = 0; r < n; ++r) out[r] = dot_q4_0_prepared(rows[r], x);
+}
+
+DotRowsFn pick_dot_rows() {
+  const KernelSet set = active_kernel_set();
+  if (set == KernelSet::Avx512Vnni && cpu_has_avx512_vnni()) return dot_rows_vnni512_any;
+  return dot_rows_by_one;
 }
 #endif
 
@@ -191,6 +248,15 @@ float dot_q4_0_prepared(const void* row, const Q4PreparedInput& x) {
   return fn(row, x);
 #else
   return dot_q4_0_prepared_scalar(row, x);
+#endif
+}
+
+void dot_q4_0_prepared_rows(const void* const* rows, int n, const Q4PreparedInput& x, float* out) {
+#if defined(EMBER_HAVE_X86_SIMD)
+  static const DotRowsFn fn = pick_dot_rows();
+  fn(rows, n, x, out);
+#else
+  for (int r = 0; r < n; ++r) out[r] = dot_q4_0_prepared_scalar(rows[r], x);
 #endif
 }
 

@@ -1,5 +1,6 @@
 #include "core/sparse/sparse_bundle_ffn.h"
 
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -51,6 +52,28 @@ void SparseBundleFfn::activate(int64_t k, const uint8_t* bundle) {
   scratch_.h[static_cast<size_t>(k)] = neuron_activation(act_, g, up_dot(E, bundle + layout_.up_offset));
 }
 
+void SparseBundleFfn::activate_group(int64_t k, int64_t n) {
+  if (!q4_gate_ || !q4_up_) {
+    for (int64_t j = 0; j < n; ++j) activate(k + j, bundles_[static_cast<size_t>(k + j)]);
+    return;
+  }
+  // activate() for n <= kDotGroup bundles at once, through the multi-row dot: the same floats.
+  const void* rows[kDotGroup] = {};
+  float g[kDotGroup] = {}, u[kDotGroup] = {};
+  const bool relu = is_relu_family(act_);
+  for (int64_t j = 0; j < n; ++j) rows[j] = bundles_[static_cast<size_t>(k + j)];
+  dot_q4_0_prepared_rows(rows, static_cast<int>(n), scratch_.x_q4, g);
+  int n_open = 0;
+  for (int64_t j = 0; j < n; ++j) {
+    if (!relu || g[j] > 0.0f) rows[n_open++] = bundles_[static_cast<size_t>(k + j)] + layout_.up_offset;
+  }
+  dot_q4_0_prepared_rows(rows, n_open, scratch_.x_q4, u);
+  for (int64_t j = 0, o = 0; j < n; ++j) {
+    const bool open = !relu || g[j] > 0.0f;
+    scratch_.h[static_cast<size_t>(k + j)] = open ? neuron_activation(act_, g[j], u[o++]) : 0.0f;
+  }
+}
+
 namespace {
 
 // Bundles lie anywhere in memory: too far apart for the hardware prefetcher, so the loops ask for
@@ -67,9 +90,7 @@ template <bool kActivate>
 int64_t SparseBundleFfn::sum_down(float* out, ThreadPool& pool) {
   const int64_t E = layout_.n_embd, n = n_active_;
   const KernelTraits& dt = *kernel_traits(layout_.down_type);
-  const uint64_t ahead_bytes = kActivate ? row_bytes(layout_.gate_type, static_cast<uint64_t>(E))
-                                         : row_bytes(layout_.down_type, static_cast<uint64_t>(E));
-  const uint64_t ahead_offset = kActivate ? 0 : layout_.down_offset;
+  const uint64_t down_bytes = row_bytes(layout_.down_type, static_cast<uint64_t>(E));
   const float* h = scratch_.h.data();
   const int64_t n_chunks = chunk_count(n);
   const auto stride = static_cast<size_t>(scratch_.row_floats);
@@ -79,13 +100,34 @@ int64_t SparseBundleFfn::sum_down(float* out, ThreadPool& pool) {
     float* tmp = scratch_.tmp.data() + static_cast<size_t>(thread) * stride;
     std::memset(o, 0, static_cast<size_t>(E) * sizeof(float));
     const int64_t end = chunk_begin(n, n_chunks, c + 1);
-    for (int64_t k = chunk_begin(n, n_chunks, c); k < end; ++k) {
-      if (k + kPrefetchAhead < end) prefetch_bytes(bundles_[static_cast<size_t>(k + kPrefetchAhead)] + ahead_offset, ahead_bytes);
-      if constexpr (kActivate) activate(k, bundles_[static_cast<size_t>(k)]);
+    auto add_down = [&](int64_t k) {
       const float hk = h[k];
       if (hk != 0.0f) {
         accumulate_down(dt, layout_.down_type, E, hk, bundles_[static_cast<size_t>(k)] + layout_.down_offset, o, tmp);
       }
+    };
+    int64_t k = chunk_begin(n, n_chunks, c);
+    if constexpr (kActivate) {
+      // As sparse_ffn: kDotGroup neurons' gate and up dots together, then their down rows, in order.
+      for (; k < end; k += kDotGroup) {
+        const int64_t group = std::min(kDotGroup, end - k);
+        activate_group(k, group);
+        float hs[kDotGroup];
+        const void* downs[kDotGroup];
+        int n_down = 0;
+        for (int64_t j = 0; j < group; ++j) {
+          if (h[k + j] == 0.0f) continue;
+          hs[n_down] = h[k + j];
+          downs[n_down++] = bundles_[static_cast<size_t>(k + j)] + layout_.down_offset;
+        }
+        accumulate_down_rows(dt, layout_.down_type, E, hs, downs, n_down, o, tmp);
+      }
+    }
+    for (; k < end; ++k) {  // finish(): every neuron already activated
+      if (k + kPrefetchAhead < end) {
+        prefetch_bytes(bundles_[static_cast<size_t>(k + kPrefetchAhead)] + layout_.down_offset, down_bytes);
+      }
+      add_down(k);
     }
   });
   int64_t nonzero = 0;

@@ -53,6 +53,9 @@ class SparseBundleFfn {
   // The down sum in list order, chunked as sparse_ffn(); kActivate: also activate each neuron first.
   template <bool kActivate>
   int64_t sum_down(float* out, ThreadPool& pool);
+  // activate() for the n <= kDotGroup neurons from k, whose bundles are set, with their dots
+  // computed together.
+  void activate_group(int64_t k, int64_t n);
 
   BundleRowsLayout layout_;
   FfnActivation act_ = FfnActivation::SiLU;

@@ -151,6 +151,25 @@ TEST_CASE("AlignedBuffer: aligned, zero-filled, any size") {
   CHECK_THROWS_AS(AlignedBuffer(16, 48), std::invalid_argument);
 }
 
+TEST_CASE("AlignedBuffer: large buffers are 2 MiB-aligned huge-page-advised mappings, zero-filled, movable") {
+  const size_t bytes = AlignedBuffer::kHugePageBytes * 2 + 12345;  // not a whole number of pages
+  AlignedBuffer b(bytes, 64);
+  REQUIRE(b.size() == bytes);
+  CHECK(b.huge_page_advised());
+  CHECK(reinterpret_cast<uintptr_t>(b.data()) % AlignedBuffer::kHugePageBytes == 0);
+  bool zero = true;
+  for (size_t i = 0; i < bytes; i += 4093) zero = zero && b.data()[i] == 0;
+  CHECK(zero);
+  CHECK(b.data()[bytes - 1] == 0);
+  b.data()[bytes - 1] = 7;  // the whole length is writable
+  AlignedBuffer moved = std::move(b);
+  CHECK(moved.huge_page_advised());
+  CHECK(moved.data()[bytes - 1] == 7);
+  moved = AlignedBuffer(100);  // unmaps the large one, takes a small one
+  CHECK_FALSE(moved.huge_page_advised());
+  CHECK_FALSE(AlignedBuffer(AlignedBuffer::kHugePageBytes - 1).huge_page_advised());
+}
+
 TEST_CASE("AlignedBuffer + read_exact: an O_DIRECT-style aligned read") {
   const std::string contents = numbered_bytes(8192);
   TempFile tmp(contents);

@@ -365,4 +365,33 @@ TEST_CASE("prepared-input Q4_0 dot: same integers as vec_dot, every path against
   }
 }
 
+TEST_CASE("multi-row prepared Q4_0 dot: bit for bit the one-row dot, for every row count and length") {
+  // The sparse kernels group rows through dot_q4_0_prepared_rows; results must not depend on
+  // which neurons end up in a group, so each row's float must equal the one-row kernel's exactly.
+  for (int64_t n : {32, 64, 96, 160, 4096}) {
+    CAPTURE(n);
+    constexpr int kRows = 19;  // covers groups of 8, 4, 2 and 1
+    TestMatrix m = make_matrix(GgmlType::Q4_0, n, kRows, 33);
+    std::vector<float> x(static_cast<size_t>(n));
+    std::mt19937 rng(5);
+    std::normal_distribution<float> normal(0.0f, 1.5f);
+    for (float& v : x) v = normal(rng);
+    Q4PreparedInput prep;
+    prep.reserve(n);
+    prep.prepare(x.data(), n);
+    std::vector<const void*> rows;
+    for (int r = 0; r < kRows; ++r) rows.push_back(m.bytes.data() + m.view.row_stride * static_cast<uint64_t>(r));
+    for (int count : {0, 1, 2, 3, 4, 5, 7, 8, 9, 16, kRows}) {
+      CAPTURE(count);
+      std::vector<float> got(static_cast<size_t>(kRows), -1.0f);
+      dot_q4_0_prepared_rows(rows.data(), count, prep, got.data());
+      for (int r = 0; r < count; ++r) {
+        const float one = dot_q4_0_prepared(rows[static_cast<size_t>(r)], prep);
+        CHECK(std::memcmp(&got[static_cast<size_t>(r)], &one, sizeof(float)) == 0);
+      }
+      for (int r = count; r < kRows; ++r) CHECK(got[static_cast<size_t>(r)] == -1.0f);  // nothing past n written
+    }
+  }
+}
+
 }  // namespace ember
