@@ -251,17 +251,28 @@ void OffloadedFfn::sparse_step(int64_t layer, const float* x, const int32_t* act
   tracker_->record(static_cast<uint32_t>(layer), std::span<const int32_t>(active, static_cast<size_t>(n_active)));
   cache_->begin_step();  // the previous layer's bundles may be evicted now
   kernel.begin(c_.activation, x, n_active);
+  // Bundles [b, e) of a batch, kActivateGroup at a time (their dots computed together).
+  auto activate_range = [&](std::span<const cache::FetchedBundle> bundles, int64_t b, int64_t e) {
+    constexpr int64_t G = SparseBundleFfn::kActivateGroup;
+    for (int64_t i = b; i < e; i += G) {
+      const int64_t m = std::min(G, e - i);
+      int64_t ks[G];
+      const uint8_t* data[G];
+      for (int64_t j = 0; j < m; ++j) {
+        ks[j] = bundles[static_cast<size_t>(i + j)].index;
+        data[j] = bundles[static_cast<size_t>(i + j)].data;
+      }
+      kernel.activate_group(ks, data, m);
+    }
+  };
   auto activate = [&](std::span<const cache::FetchedBundle> bundles) {
+    const auto n = static_cast<int64_t>(bundles.size());
     if (bundles.size() < kParallelBundles) {
-      for (const cache::FetchedBundle& f : bundles) kernel.activate(f.index, f.data);
+      activate_range(bundles, 0, n);
       return;
     }
-    const auto n = static_cast<int64_t>(bundles.size());
     const int64_t tasks = (n + 31) / 32;
-    pool.parallel_for(tasks, [&](int64_t t, int) {
-      const int64_t end = std::min(n, (t + 1) * 32);
-      for (int64_t i = t * 32; i < end; ++i) kernel.activate(bundles[i].index, bundles[i].data);
-    });
+    pool.parallel_for(tasks, [&](int64_t t, int) { activate_range(bundles, t * 32, std::min(n, (t + 1) * 32)); });
   };
   std::span<const int32_t> list(active, static_cast<size_t>(n_active));
   const uint64_t tensor = w_.layers[static_cast<size_t>(layer)].bundles_offset;

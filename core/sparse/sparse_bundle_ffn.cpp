@@ -52,45 +52,34 @@ void SparseBundleFfn::activate(int64_t k, const uint8_t* bundle) {
   scratch_.h[static_cast<size_t>(k)] = neuron_activation(act_, g, up_dot(E, bundle + layout_.up_offset));
 }
 
-void SparseBundleFfn::activate_group(int64_t k, int64_t n) {
+void SparseBundleFfn::activate_group(const int64_t* ks, const uint8_t* const* bundles, int64_t n) {
+  static_assert(kActivateGroup == kDotGroup);
+  for (int64_t j = 0; j < n; ++j) bundles_[static_cast<size_t>(ks[j])] = bundles[j];
   if (!q4_gate_ || !q4_up_) {
-    for (int64_t j = 0; j < n; ++j) activate(k + j, bundles_[static_cast<size_t>(k + j)]);
+    for (int64_t j = 0; j < n; ++j) activate(ks[j], bundles[j]);
     return;
   }
-  // activate() for n <= kDotGroup bundles at once, through the multi-row dot: the same floats.
+  // The same dots and early exit as activate(), through the multi-row dot: the same floats.
   const void* rows[kDotGroup] = {};
   float g[kDotGroup] = {}, u[kDotGroup] = {};
   const bool relu = is_relu_family(act_);
-  for (int64_t j = 0; j < n; ++j) rows[j] = bundles_[static_cast<size_t>(k + j)];
+  for (int64_t j = 0; j < n; ++j) rows[j] = bundles[j];
   dot_q4_0_prepared_rows(rows, static_cast<int>(n), scratch_.x_q4, g);
   int n_open = 0;
   for (int64_t j = 0; j < n; ++j) {
-    if (!relu || g[j] > 0.0f) rows[n_open++] = bundles_[static_cast<size_t>(k + j)] + layout_.up_offset;
+    if (!relu || g[j] > 0.0f) rows[n_open++] = bundles[j] + layout_.up_offset;
   }
   dot_q4_0_prepared_rows(rows, n_open, scratch_.x_q4, u);
   for (int64_t j = 0, o = 0; j < n; ++j) {
     const bool open = !relu || g[j] > 0.0f;
-    scratch_.h[static_cast<size_t>(k + j)] = open ? neuron_activation(act_, g[j], u[o++]) : 0.0f;
+    scratch_.h[static_cast<size_t>(ks[j])] = open ? neuron_activation(act_, g[j], u[o++]) : 0.0f;
   }
 }
-
-namespace {
-
-// Bundles lie anywhere in memory: too far apart for the hardware prefetcher, so the loops ask for
-// the row kPrefetchAhead neurons ahead (as sparse_ffn does).
-constexpr int64_t kPrefetchAhead = 2;
-
-inline void prefetch_bytes(const uint8_t* p, uint64_t n) {
-  for (uint64_t b = 0; b < n; b += 64) __builtin_prefetch(p + b);
-}
-
-}  // namespace
 
 template <bool kActivate>
 int64_t SparseBundleFfn::sum_down(float* out, ThreadPool& pool) {
   const int64_t E = layout_.n_embd, n = n_active_;
   const KernelTraits& dt = *kernel_traits(layout_.down_type);
-  const uint64_t down_bytes = row_bytes(layout_.down_type, static_cast<uint64_t>(E));
   const float* h = scratch_.h.data();
   const int64_t n_chunks = chunk_count(n);
   const auto stride = static_cast<size_t>(scratch_.row_floats);
@@ -100,34 +89,38 @@ int64_t SparseBundleFfn::sum_down(float* out, ThreadPool& pool) {
     float* tmp = scratch_.tmp.data() + static_cast<size_t>(thread) * stride;
     std::memset(o, 0, static_cast<size_t>(E) * sizeof(float));
     const int64_t end = chunk_begin(n, n_chunks, c + 1);
-    auto add_down = [&](int64_t k) {
-      const float hk = h[k];
-      if (hk != 0.0f) {
-        accumulate_down(dt, layout_.down_type, E, hk, bundles_[static_cast<size_t>(k)] + layout_.down_offset, o, tmp);
+    // The down rows of neurons [k0, k1) with non-zero h, in list order, up to kDotGroup per pass.
+    auto add_downs = [&](int64_t k0, int64_t k1) {
+      float hs[kDotGroup];
+      const void* downs[kDotGroup];
+      int n_down = 0;
+      for (int64_t k = k0; k < k1; ++k) {
+        if (h[k] == 0.0f) continue;
+        hs[n_down] = h[k];
+        downs[n_down++] = bundles_[static_cast<size_t>(k)] + layout_.down_offset;
+        if (n_down == kDotGroup) {
+          accumulate_down_rows(dt, layout_.down_type, E, hs, downs, n_down, o, tmp);
+          n_down = 0;
+        }
       }
+      accumulate_down_rows(dt, layout_.down_type, E, hs, downs, n_down, o, tmp);
     };
-    int64_t k = chunk_begin(n, n_chunks, c);
+    const int64_t begin = chunk_begin(n, n_chunks, c);
     if constexpr (kActivate) {
       // As sparse_ffn: kDotGroup neurons' gate and up dots together, then their down rows, in order.
-      for (; k < end; k += kDotGroup) {
+      for (int64_t k = begin; k < end; k += kDotGroup) {
         const int64_t group = std::min(kDotGroup, end - k);
-        activate_group(k, group);
-        float hs[kDotGroup];
-        const void* downs[kDotGroup];
-        int n_down = 0;
+        int64_t ks[kDotGroup];
+        const uint8_t* bundles[kDotGroup];
         for (int64_t j = 0; j < group; ++j) {
-          if (h[k + j] == 0.0f) continue;
-          hs[n_down] = h[k + j];
-          downs[n_down++] = bundles_[static_cast<size_t>(k + j)] + layout_.down_offset;
+          ks[j] = k + j;
+          bundles[j] = bundles_[static_cast<size_t>(k + j)];
         }
-        accumulate_down_rows(dt, layout_.down_type, E, hs, downs, n_down, o, tmp);
+        activate_group(ks, bundles, group);
+        add_downs(k, k + group);
       }
-    }
-    for (; k < end; ++k) {  // finish(): every neuron already activated
-      if (k + kPrefetchAhead < end) {
-        prefetch_bytes(bundles_[static_cast<size_t>(k + kPrefetchAhead)] + layout_.down_offset, down_bytes);
-      }
-      add_down(k);
+    } else {
+      add_downs(begin, end);  // finish(): every neuron already activated
     }
   });
   int64_t nonzero = 0;

@@ -39,6 +39,10 @@ class SparseBundleFfn {
   // h of the k-th listed neuron from its bundle (valid until finish()). Distinct k may run on
   // different threads at once.
   void activate(int64_t k, const uint8_t* bundle);
+  // activate(ks[j], bundles[j]) for j < n, n <= kActivateGroup, with their dots computed together
+  // (the same floats; more memory reads in flight).
+  static constexpr int64_t kActivateGroup = 8;
+  void activate_group(const int64_t* ks, const uint8_t* const* bundles, int64_t n);
   // out (n_embd) = sum over k in list order of h_k * down column of bundle k. Every k in
   // [0, n_active) must have been activated. Returns how many h_k were non-zero.
   int64_t finish(float* out, ThreadPool& pool);
@@ -53,9 +57,6 @@ class SparseBundleFfn {
   // The down sum in list order, chunked as sparse_ffn(); kActivate: also activate each neuron first.
   template <bool kActivate>
   int64_t sum_down(float* out, ThreadPool& pool);
-  // activate() for the n <= kDotGroup neurons from k, whose bundles are set, with their dots
-  // computed together.
-  void activate_group(int64_t k, int64_t n);
 
   BundleRowsLayout layout_;
   FfnActivation act_ = FfnActivation::SiLU;
