@@ -145,6 +145,9 @@ void ModelWeights::bind_pack_layer(const gguf::GgufFile& file, const ModelConfig
   if (!offload_bundles_ && repack_ && load_ == WeightLoad::Mmap) {
     resident_bytes_ += tb.n_bytes;
     bundles = read_into_buffer(file, tb);
+    // The copy is what counts: the bundles' page cache (two thirds of the file) would otherwise
+    // double the memory the pack takes until the kernel gets round to reclaiming it.
+    io::drop_cached_pages(file.file(), tb.offset, tb.n_bytes);
   } else if (!offload_bundles_) {
     bundles = data_of(file, tb);
   }
