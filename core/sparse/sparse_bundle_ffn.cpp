@@ -59,21 +59,15 @@ void SparseBundleFfn::activate_group(const int64_t* ks, const uint8_t* const* bu
     for (int64_t j = 0; j < n; ++j) activate(ks[j], bundles[j]);
     return;
   }
-  // The same dots and early exit as activate(), through the multi-row dot: the same floats.
-  const void* rows[kDotGroup] = {};
-  float g[kDotGroup] = {}, u[kDotGroup] = {};
-  const bool relu = is_relu_family(act_);
-  for (int64_t j = 0; j < n; ++j) rows[j] = bundles[j];
-  dot_q4_0_prepared_rows(rows, static_cast<int>(n), scratch_.x_q4, g);
-  int n_open = 0;
+  const void* gate_rows[kDotGroup] = {};
+  const void* up_rows[kDotGroup] = {};
+  float h[kDotGroup] = {};
   for (int64_t j = 0; j < n; ++j) {
-    if (!relu || g[j] > 0.0f) rows[n_open++] = bundles[j] + layout_.up_offset;
+    gate_rows[j] = bundles[j];
+    up_rows[j] = bundles[j] + layout_.up_offset;
   }
-  dot_q4_0_prepared_rows(rows, n_open, scratch_.x_q4, u);
-  for (int64_t j = 0, o = 0; j < n; ++j) {
-    const bool open = !relu || g[j] > 0.0f;
-    scratch_.h[static_cast<size_t>(ks[j])] = open ? neuron_activation(act_, g[j], u[o++]) : 0.0f;
-  }
+  activate_q4_0_group(act_, scratch_.x_q4, gate_rows, up_rows, n, h);
+  for (int64_t j = 0; j < n; ++j) scratch_.h[static_cast<size_t>(ks[j])] = h[j];
 }
 
 template <bool kActivate>
@@ -89,21 +83,12 @@ int64_t SparseBundleFfn::sum_down(float* out, ThreadPool& pool) {
     float* tmp = scratch_.tmp.data() + static_cast<size_t>(thread) * stride;
     std::memset(o, 0, static_cast<size_t>(E) * sizeof(float));
     const int64_t end = chunk_begin(n, n_chunks, c + 1);
-    // The down rows of neurons [k0, k1) with non-zero h, in list order, up to kDotGroup per pass.
+    // The down rows of neurons [k0, k1) with non-zero h, in list order.
+    DownBatch downs(dt, layout_.down_type, E, o, tmp);
     auto add_downs = [&](int64_t k0, int64_t k1) {
-      float hs[kDotGroup];
-      const void* downs[kDotGroup];
-      int n_down = 0;
       for (int64_t k = k0; k < k1; ++k) {
-        if (h[k] == 0.0f) continue;
-        hs[n_down] = h[k];
-        downs[n_down++] = bundles_[static_cast<size_t>(k)] + layout_.down_offset;
-        if (n_down == kDotGroup) {
-          accumulate_down_rows(dt, layout_.down_type, E, hs, downs, n_down, o, tmp);
-          n_down = 0;
-        }
+        if (h[k] != 0.0f) downs.add(h[k], bundles_[static_cast<size_t>(k)] + layout_.down_offset);
       }
-      accumulate_down_rows(dt, layout_.down_type, E, hs, downs, n_down, o, tmp);
     };
     const int64_t begin = chunk_begin(n, n_chunks, c);
     if constexpr (kActivate) {
@@ -122,6 +107,7 @@ int64_t SparseBundleFfn::sum_down(float* out, ThreadPool& pool) {
     } else {
       add_downs(begin, end);  // finish(): every neuron already activated
     }
+    downs.flush();
   });
   int64_t nonzero = 0;
   for (int64_t k = 0; k < n; ++k) nonzero += h[k] != 0.0f ? 1 : 0;

@@ -35,6 +35,20 @@ void accumulate_down_rows(const KernelTraits& dt, GgmlType type, int64_t n, cons
   for (int r = 0; r < count; ++r) accumulate_down(dt, type, n, h[r], static_cast<const uint8_t*>(rows[r]), out, tmp);
 }
 
+void activate_q4_0_group(FfnActivation act, const Q4PreparedInput& x, const void* const* gate_rows,
+                         const void* const* up_rows, int64_t n, float* h) {
+  float g[kDotGroup], u[kDotGroup];
+  const void* open_up[kDotGroup];
+  const bool relu = is_relu_family(act);
+  dot_q4_0_prepared_rows(gate_rows, static_cast<int>(n), x, g);
+  int n_open = 0;
+  for (int64_t j = 0; j < n; ++j) {
+    if (!relu || g[j] > 0.0f) open_up[n_open++] = up_rows[j];
+  }
+  dot_q4_0_prepared_rows(open_up, n_open, x, u);
+  for (int64_t j = 0, o = 0; j < n; ++j) h[j] = (!relu || g[j] > 0.0f) ? neuron_activation(act, g[j], u[o++]) : 0.0f;
+}
+
 void reduce_partials(const float* partials, int64_t stride, int64_t n_chunks, int64_t n, float* out, ThreadPool& pool) {
   const int64_t strip = std::max<int64_t>((n + pool.size() - 1) / pool.size(), kMinStrip);
   pool.parallel_for((n + strip - 1) / strip, [&](int64_t si, int) {
@@ -132,33 +146,20 @@ int64_t sparse_ffn(const SparseFfnArgs& a, ThreadPool& pool, SparseFfnScratch& s
     // side by side instead of one after the other (with 8 streams in flight, prefetching the
     // next group's gate rows was no faster in ember-sparse-kernel-bench).
     if (q4_gate && q4_up) {
+      DownBatch downs(dt, a.down_rows.type, E, out, tmp);
       for (; k + kDotGroup <= end; k += kDotGroup) {
-        const void* rows[kDotGroup];
-        float g[kDotGroup], u[kDotGroup], open_u[kDotGroup];
-        bool open[kDotGroup];
-        for (int64_t j = 0; j < kDotGroup; ++j) rows[j] = row_of(a.gate, a.active[k + j]);
-        dot_q4_0_prepared_rows(rows, static_cast<int>(kDotGroup), s.x_q4, g);
-        int n_open = 0;
+        const void* gate_rows[kDotGroup];
+        const void* up_rows[kDotGroup];
         for (int64_t j = 0; j < kDotGroup; ++j) {
-          open[j] = !relu_family || g[j] > 0.0f;
-          if (open[j]) rows[n_open++] = row_of(a.up, a.active[k + j]);
+          gate_rows[j] = row_of(a.gate, a.active[k + j]);
+          up_rows[j] = row_of(a.up, a.active[k + j]);
         }
-        dot_q4_0_prepared_rows(rows, n_open, s.x_q4, open_u);
-        for (int64_t j = 0, o = 0; j < kDotGroup; ++j) u[j] = open[j] ? open_u[o++] : 0.0f;
-        // The down rows of the non-zero activations, in list order, together.
-        float hs[kDotGroup];
-        const void* downs[kDotGroup];
-        int n_down = 0;
+        activate_q4_0_group(a.act, s.x_q4, gate_rows, up_rows, kDotGroup, h + k);
         for (int64_t j = 0; j < kDotGroup; ++j) {
-          const float hk = open[j] ? neuron_activation(a.act, g[j], u[j]) : 0.0f;
-          h[k + j] = hk;
-          if (hk != 0.0f) {
-            hs[n_down] = hk;
-            downs[n_down++] = row_of(a.down_rows, a.active[k + j]);
-          }
+          if (h[k + j] != 0.0f) downs.add(h[k + j], row_of(a.down_rows, a.active[k + j]));
         }
-        accumulate_down_rows(dt, a.down_rows.type, E, hs, downs, n_down, out, tmp);
       }
+      downs.flush();
     }
     for (; k < end; ++k) {
       const int32_t i = a.active[k];

@@ -10,6 +10,7 @@
 
 #include "core/kernels/thread_pool.h"
 #include "core/kernels/type_traits.h"
+#include "core/sparse/ffn_activation.h"
 #include "core/sparse/q4_0_prepared_dot.h"
 
 namespace ember::sparse_parts {
@@ -20,9 +21,10 @@ namespace ember::sparse_parts {
 inline constexpr int64_t kMaxChunks = 8;
 inline constexpr int64_t kMinChunkNeurons = 16;  // below this a chunk is not worth its partial's zeroing
 inline constexpr int64_t kMinStrip = 64;         // reduction: output dims per strip at least
-// Listed neurons whose Q4_0 gate (then up) rows go through dot_q4_0_prepared_rows together: 8 rows
-// streaming side by side ran the mistral-7b kernel 25 % faster than one at a time (dev VM,
-// ember-sparse-kernel-bench: 31.8 -> 23.5 ms per token).
+// Listed neurons computed together: their Q4_0 gate, then up rows through dot_q4_0_prepared_rows
+// and their down rows through axpy_q4_0_rows. Rows at random addresses streaming 8 side by side
+// instead of one at a time: 31.5 -> 21 ms per token for the mistral-7b kernel (dev VM,
+// ember-sparse-kernel-bench; 4 at a time gave 24.5).
 inline constexpr int64_t kDotGroup = 8;
 
 inline int64_t chunk_count(int64_t n_active) {
@@ -56,6 +58,39 @@ void accumulate_down(const KernelTraits& dt, GgmlType type, int64_t n, float h, 
 // multi-row axpy (the same floats, rows read side by side).
 void accumulate_down_rows(const KernelTraits& dt, GgmlType type, int64_t n, const float* h, const void* const* rows,
                           int count, float* out, float* tmp);
+
+// h[j] for n <= kDotGroup neurons with Q4_0 gate and up rows: gate dots together, ReLU-family
+// neurons with gate <= 0 stop there (h = 0), up dots of the rest together. The same floats as one
+// neuron at a time through RowDot.
+void activate_q4_0_group(FfnActivation act, const Q4PreparedInput& x, const void* const* gate_rows,
+                         const void* const* up_rows, int64_t n, float* h);
+
+// Down rows waiting to be added, up to kDotGroup: add() in list order, flush() at the end; each
+// full batch goes through accumulate_down_rows at once.
+class DownBatch {
+ public:
+  DownBatch(const KernelTraits& dt, GgmlType type, int64_t n, float* out, float* tmp)
+      : dt_(dt), type_(type), n_(n), out_(out), tmp_(tmp) {}
+  void add(float h, const void* row) {
+    h_[count_] = h;
+    rows_[count_++] = row;
+    if (count_ == kDotGroup) flush();
+  }
+  void flush() {
+    accumulate_down_rows(dt_, type_, n_, h_, rows_, count_, out_, tmp_);
+    count_ = 0;
+  }
+
+ private:
+  const KernelTraits& dt_;
+  GgmlType type_;
+  int64_t n_;
+  float* out_;
+  float* tmp_;
+  float h_[kDotGroup] = {};
+  const void* rows_[kDotGroup] = {};
+  int count_ = 0;
+};
 
 // out = partial 0 + partial 1 + ... (n_chunks partials of n floats, `stride` apart), in chunk
 // order, strip by strip over the pool.
