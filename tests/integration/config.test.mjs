@@ -62,18 +62,24 @@ test('a bad config file stops the daemon with a message naming the key', () => {
 
 test('SSE keep-alive comments while a long prompt is evaluated (interval from the config file)', async () => {
   const file = writeConfig('keepalive.json', { server: { keepalive_interval_seconds: 1 } });
-  // Batch size 1 makes prefill token by token: a ~3500-token prompt then takes seconds.
-  const daemon = await startDaemon({ args: ['--config', file, '-c', '4096', '-b', '1'] });
+  // Batch size 1 makes prefill token by token, so a long prompt takes seconds. How many seconds
+  // depends on the machine (a ~3500-token prompt took 1.4 s on the dev VM): double the prompt until
+  // its prefill outlasts the 1 s interval with room to spare, within the context.
+  const daemon = await startDaemon({ args: ['--config', file, '-c', '16384', '-b', '1'] });
   try {
     const unit = 'the cat sat on the mat and the dog ran in the park. ';
     const t = await request(daemon, { method: 'POST', path: '/tokenize', json: { content: unit } });
     assert.equal(t.status, 200, t.text);
-    const prompt = unit.repeat(Math.floor(3500 / t.json.tokens.length));
-    const t0 = Date.now();
-    const s = await collectStream(daemon, { path: '/v1/completions', json: { prompt, max_tokens: 2, temperature: 0, stream: true } });
-    const elapsed = Date.now() - t0;
-    assertCleanStream(s, '/v1/completions');
-    if (elapsed < 1500) assert.fail(`the prompt took only ${elapsed} ms: too fast to need keep-alive comments; make it longer`);
+    let s;
+    let elapsed = 0;
+    for (let tokens = 3500; tokens <= 14000 && elapsed < 1500; tokens *= 2) {
+      const prompt = unit.repeat(Math.floor(tokens / t.json.tokens.length));
+      const t0 = Date.now();
+      s = await collectStream(daemon, { path: '/v1/completions', json: { prompt, max_tokens: 2, temperature: 0, stream: true } });
+      elapsed = Date.now() - t0;
+      assertCleanStream(s, '/v1/completions');
+    }
+    if (elapsed < 1500) assert.fail(`a 14000-token prompt took only ${elapsed} ms: too fast to need keep-alive comments; make it longer`);
     assert.ok(s.comments.some((c) => /keep-alive/.test(c)), `": keep-alive" comments during ${elapsed} ms of prefill; got ${JSON.stringify(s.comments)}`);
   } finally {
     await daemon.stop();
