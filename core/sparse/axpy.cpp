@@ -92,6 +92,46 @@ __attribute__((target("avx2,fma,f16c"))) void axpy_q4_0_avx2(int64_t n_blocks, f
   }
 }
 
+// Several rows into the same y, block by block (AVX2): y's 32 floats are loaded and stored once per
+// block for all rows and the rows stream in side by side. The nibbles become q - 8 as signed bytes
+// once per 16 values. Per value the same fmas in the same (row) order as one axpy_q4_0_avx2 call
+// per row, so the same floats.
+template <int R>
+__attribute__((target("avx2,fma,f16c"))) inline void axpy_q4_0_rows_avx2(int64_t n_blocks, const float* a,
+                                                                        const void* const* x, float* y) {
+  const block_q4_0* b[R];
+  for (int r = 0; r < R; ++r) b[r] = static_cast<const block_q4_0*>(x[r]);
+  const __m128i mask = _mm_set1_epi8(0x0F);
+  const __m128i eight = _mm_set1_epi8(8);
+  for (int64_t i = 0; i < n_blocks; ++i, y += kQK4_0) {
+    __m256 y0 = _mm256_loadu_ps(y), y1 = _mm256_loadu_ps(y + 8), y2 = _mm256_loadu_ps(y + 16),
+           y3 = _mm256_loadu_ps(y + 24);
+    for (int r = 0; r < R; ++r) {
+      const __m256 ad = _mm256_set1_ps(a[r] * _cvtsh_ss(b[r][i].d));
+      const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b[r][i].qs));
+      const __m128i lo = _mm_sub_epi8(_mm_and_si128(raw, mask), eight);
+      const __m128i hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(raw, 4), mask), eight);
+      y0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lo)), ad, y0);
+      y1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8))), ad, y1);
+      y2 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi)), ad, y2);
+      y3 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8))), ad, y3);
+    }
+    _mm256_storeu_ps(y, y0);
+    _mm256_storeu_ps(y + 8, y1);
+    _mm256_storeu_ps(y + 16, y2);
+    _mm256_storeu_ps(y + 24, y3);
+  }
+}
+
+__attribute__((target("avx2,fma,f16c"))) void axpy_q4_0_rows_avx2_any(int64_t n_blocks, const float* a,
+                                                                     const void* const* x, int n, float* y) {
+  int r = 0;
+  for (; r + 8 <= n; r += 8) axpy_q4_0_rows_avx2<8>(n_blocks, a + r, x + r, y);
+  if (r + 4 <= n) { axpy_q4_0_rows_avx2<4>(n_blocks, a + r, x + r, y); r += 4; }
+  if (r + 2 <= n) { axpy_q4_0_rows_avx2<2>(n_blocks, a + r, x + r, y); r += 2; }
+  if (r < n) axpy_q4_0_rows_avx2<1>(n_blocks, a + r, x + r, y);
+}
+
 __attribute__((target("avx2,fma,f16c"))) void axpy_q8_0_avx2(int64_t n_blocks, float a, const void* x, float* y) {
   const auto* b = static_cast<const block_q8_0*>(x);
   for (int64_t i = 0; i < n_blocks; ++i, y += kQK8_0) {
@@ -219,6 +259,7 @@ void axpy_q4_0(int64_t n_blocks, float a, const void* x, float* y) {
 void axpy_q4_0_rows(int64_t n_blocks, const float* a, const void* const* x, int n, float* y) {
 #if defined(EMBER_HAVE_X86_SIMD)
   if (use_avx512()) return axpy_q4_0_rows_avx512_any(n_blocks, a, x, n, y);
+  if (use_avx2()) return axpy_q4_0_rows_avx2_any(n_blocks, a, x, n, y);
 #endif
   for (int r = 0; r < n; ++r) axpy_q4_0(n_blocks, a[r], x[r], y);
 }

@@ -14,7 +14,7 @@ void axpy_f16(int64_t n, float a, const uint16_t* x, float* y);
 void axpy_q4_0(int64_t n_blocks, float a, const void* x, float* y);
 void axpy_q8_0(int64_t n_blocks, float a, const void* x, float* y);
 // axpy_q4_0(n_blocks, a[r], x[r], y) for r = 0 .. n-1 in that order, the same floats, with the rows
-// read side by side where the CPU has a multi-row kernel (AVX-512: y loaded and stored once per
+// read side by side where the CPU has a multi-row kernel (AVX-512 and AVX2: y loaded and stored once per
 // block for up to 8 rows, and more memory reads in flight for rows at random addresses).
 void axpy_q4_0_rows(int64_t n_blocks, const float* a, const void* const* x, int n, float* y);
 

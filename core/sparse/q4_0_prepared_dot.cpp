@@ -20,52 +20,73 @@ namespace {
 #define EMBER_AVX2 "avx2,fma,f16c"
 #define EMBER_VNNI "avx2,fma,f16c,avx512f,avx512vl,avx512vnni"
 
-// One block: its 32 weights as bytes 0..15 (low nibbles = elements 0..15 in the low lane, high
-// nibbles = 16..31 in the high lane, the input's element order), the integer dot per 4-value
-// group started at corr, then scaled by d_w * d_x.
-#define EMBER_Q4_BLOCK(NAME, TARGET, INT_DOT)                                                         \
-  __attribute__((target(TARGET))) inline __m256 NAME(const block_q4_0& w, const int8_t* xq,          \
-                                                     const int32_t* corr, float xd) {                \
-    const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w.qs));                  \
-    const __m256i q = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(packed, 4), packed),          \
-                                       _mm256_set1_epi8(0x0F));                                       \
-    const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq));                      \
-    const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(corr));                    \
-    return _mm256_mul_ps(_mm256_cvtepi32_ps(INT_DOT), _mm256_set1_ps(_cvtsh_ss(w.d) * xd));          \
-  }
-// AVX2: maddubs (u8 x s8 -> pairs of int16; 2 * 15 * 128 cannot overflow) and madd with ones.
-EMBER_Q4_BLOCK(block_avx2, EMBER_AVX2,
-               _mm256_add_epi32(c, _mm256_madd_epi16(_mm256_maddubs_epi16(q, a), _mm256_set1_epi16(1))))
-// VNNI: one vpdpbusd does the four products per lane and adds them to c.
-EMBER_Q4_BLOCK(block_vnni, EMBER_VNNI, _mm256_dpbusd_epi32(c, q, a))
-#undef EMBER_Q4_BLOCK
+// One block through VNNI (the odd last block of the AVX-512 kernel): its 32 weights as bytes 0..15
+// (low nibbles = elements 0..15 in the low lane, high nibbles = 16..31 in the high lane, the
+// input's element order), one vpdpbusd for the four products per lane started at corr, then
+// scaled by d_w * d_x.
+__attribute__((target(EMBER_VNNI))) inline __m256 block_vnni(const block_q4_0& w, const int8_t* xq,
+                                                             const int32_t* corr, float xd) {
+  const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w.qs));
+  const __m256i q = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(packed, 4), packed), _mm256_set1_epi8(0x0F));
+  const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq));
+  const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(corr));
+  return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_dpbusd_epi32(c, q, a)), _mm256_set1_ps(_cvtsh_ss(w.d) * xd));
+}
 
-// Four blocks per iteration on independent accumulators hide the add latency (AVX2; the VNNI
-// machines take dot_vnni512 below).
-#define EMBER_Q4_DOT(NAME, TARGET, BLOCK)                                                             \
-  __attribute__((target(TARGET))) float NAME(const void* row, const Q4PreparedInput& x) {            \
-    const auto* w = static_cast<const block_q4_0*>(row);                                              \
-    const int8_t* xq = x.qs.data();                                                                   \
-    const float* xd = x.d.data();                                                                     \
-    const int32_t* corr = x.corr.data();                                                              \
-    const int64_t nb = x.n_blocks;                                                                    \
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0, acc2 = acc0, acc3 = acc0;                         \
-    int64_t b = 0;                                                                                    \
-    for (; b + 4 <= nb; b += 4) {                                                                     \
-      acc0 = _mm256_add_ps(acc0, BLOCK(w[b], xq + 32 * b, corr + 8 * b, xd[b]));                      \
-      acc1 = _mm256_add_ps(acc1, BLOCK(w[b + 1], xq + 32 * (b + 1), corr + 8 * (b + 1), xd[b + 1]));  \
-      acc2 = _mm256_add_ps(acc2, BLOCK(w[b + 2], xq + 32 * (b + 2), corr + 8 * (b + 2), xd[b + 2]));  \
-      acc3 = _mm256_add_ps(acc3, BLOCK(w[b + 3], xq + 32 * (b + 3), corr + 8 * (b + 3), xd[b + 3]));  \
-    }                                                                                                 \
-    for (; b < nb; ++b) acc0 = _mm256_add_ps(acc0, BLOCK(w[b], xq + 32 * b, corr + 8 * b, xd[b]));   \
-    const __m256 v = _mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3));             \
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));                   \
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));                                                           \
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));                                                            \
-    return _mm_cvtss_f32(s);                                                                          \
+// R rows against the same input at once (AVX2; the VNNI machines take dot_rows_vnni512 below): the
+// input's loads are shared and the R weight streams are independent, so more memory reads are in
+// flight (the sparse FFN's rows are at random addresses). One accumulator per row, one fma per
+// block: with R >= 4 the R chains hide the fma latency, and every R sums a row in the same order,
+// so grouping rows never changes a result. 8 rows keep 8 accumulators and the shared input in the
+// 16 vector registers.
+template <int R>
+__attribute__((target(EMBER_AVX2))) inline void dot_rows_avx2(const block_q4_0* const* w, const Q4PreparedInput& x,
+                                                               float* out) {
+  const int8_t* xq = x.qs.data();
+  const float* xd = x.d.data();
+  const int32_t* corr = x.corr.data();
+  const int64_t nb = x.n_blocks;
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256 acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + 32 * b));
+    const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(corr + 8 * b));
+    const float d = xd[b];
+    for (int r = 0; r < R; ++r) {
+      const block_q4_0& blk = w[r][b];
+      const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.qs));
+      const __m256i q = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(packed, 4), packed), low4);
+      // maddubs: u8 x s8 -> pairs of int16 (2 * 15 * 128 cannot overflow), madd with ones -> int32.
+      const __m256i sum = _mm256_add_epi32(c, _mm256_madd_epi16(_mm256_maddubs_epi16(q, a), ones));
+      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_set1_ps(_cvtsh_ss(blk.d) * d), acc[r]);
+    }
   }
-EMBER_Q4_DOT(dot_avx2, EMBER_AVX2, block_avx2)
-#undef EMBER_Q4_DOT
+  for (int r = 0; r < R; ++r) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(acc[r]), _mm256_extractf128_ps(acc[r], 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    out[r] = _mm_cvtss_f32(s);
+  }
+}
+
+__attribute__((target(EMBER_AVX2))) float dot_avx2(const void* row, const Q4PreparedInput& x) {
+  const block_q4_0* w[1] = {static_cast<const block_q4_0*>(row)};
+  float out[1];
+  dot_rows_avx2<1>(w, x, out);
+  return out[0];
+}
+
+__attribute__((target(EMBER_AVX2))) void dot_rows_avx2_any(const void* const* rows, int n, const Q4PreparedInput& x,
+                                                           float* out) {
+  const auto* w = reinterpret_cast<const block_q4_0* const*>(rows);
+  int r = 0;
+  for (; r + 8 <= n; r += 8) dot_rows_avx2<8>(w + r, x, out + r);
+  if (r + 4 <= n) { dot_rows_avx2<4>(w + r, x, out + r); r += 4; }
+  if (r + 2 <= n) { dot_rows_avx2<2>(w + r, x, out + r); r += 2; }
+  if (r < n) dot_rows_avx2<1>(w + r, x, out + r);
+}
 
 // AVX-512 VNNI, two blocks per step: half the instructions of dot_vnni per value. The 32 bytes of
 // packed weights of blocks b and b+1 become one 64-byte register [b lo, b+1 lo, b hi, b+1 hi]
@@ -180,6 +201,7 @@ void dot_rows_by_one(const void* const* rows, int n, const Q4PreparedInput& x, f
 DotRowsFn pick_dot_rows() {
   const KernelSet set = active_kernel_set();
   if (set == KernelSet::Avx512Vnni && cpu_has_avx512_vnni()) return dot_rows_vnni512_any;
+  if (set != KernelSet::Scalar && cpu_has_avx2_fma_f16c()) return dot_rows_avx2_any;
   return dot_rows_by_one;
 }
 #endif

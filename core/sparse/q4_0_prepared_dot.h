@@ -33,7 +33,7 @@ struct Q4PreparedInput {
 float dot_q4_0_prepared(const void* row, const Q4PreparedInput& x);
 float dot_q4_0_prepared_scalar(const void* row, const Q4PreparedInput& x);
 // out[r] = dot_q4_0_prepared(rows[r], x) for r < n, bit for bit, computed together where the CPU
-// has a multi-row kernel (AVX-512 VNNI: up to 8 rows at once): the input is loaded once for all of
+// has a multi-row kernel (AVX-512 VNNI and AVX2: up to 8 rows at once): the input is loaded once for all of
 // them and their rows stream in side by side, which keeps more memory reads in flight when the
 // rows lie at random addresses (the sparse FFN's gate and up rows).
 void dot_q4_0_prepared_rows(const void* const* rows, int n, const Q4PreparedInput& x, float* out);

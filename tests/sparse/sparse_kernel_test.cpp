@@ -394,4 +394,27 @@ TEST_CASE("multi-row prepared Q4_0 dot: bit for bit the one-row dot, for every r
   }
 }
 
+TEST_CASE("multi-row Q4_0 axpy: bit for bit one axpy_q4_0 per row in order, for every row count") {
+  // The down accumulation groups neurons through axpy_q4_0_rows; the output must not depend on the
+  // grouping, so it must equal row-by-row accumulation exactly.
+  const int64_t n = 160;
+  constexpr int kRows = 19;  // covers groups of 8, 4, 2 and 1
+  TestMatrix m = make_matrix(GgmlType::Q4_0, n, kRows, 47);
+  std::vector<const void*> rows;
+  std::vector<float> a;
+  for (int r = 0; r < kRows; ++r) {
+    rows.push_back(m.bytes.data() + m.view.row_stride * static_cast<uint64_t>(r));
+    a.push_back(0.25f * static_cast<float>(r) - 2.1f);
+  }
+  std::vector<float> y0(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) y0[static_cast<size_t>(i)] = std::cos(0.3f * static_cast<float>(i));
+  for (int count : {0, 1, 2, 3, 4, 5, 7, 8, 9, 16, kRows}) {
+    CAPTURE(count);
+    std::vector<float> want = y0, got = y0;
+    for (int r = 0; r < count; ++r) axpy_q4_0(n / 32, a[static_cast<size_t>(r)], rows[static_cast<size_t>(r)], want.data());
+    axpy_q4_0_rows(n / 32, a.data(), rows.data(), count, got.data());
+    CHECK(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0);
+  }
+}
+
 }  // namespace ember
