@@ -89,4 +89,17 @@ void fp32_to_fp16_row(const float* src, uint16_t* dst, int64_t n) {
   for (int64_t i = 0; i < n; ++i) dst[i] = fp32_to_fp16(src[i]);
 }
 
+const float* fp16_to_fp32_table() {
+  // Static storage filled in place: no heap allocation, even when the first call comes from a
+  // decode step.
+  struct Table {
+    float values[65536];
+    Table() {
+      for (uint32_t h = 0; h < 65536; ++h) values[h] = fp16_to_fp32(static_cast<uint16_t>(h));
+    }
+  };
+  static const Table table;
+  return table.values;
+}
+
 }  // namespace ember

@@ -96,6 +96,8 @@ __attribute__((target("avx2,fma,f16c"))) void axpy_q4_0_avx2(int64_t n_blocks, f
 // block for all rows and the rows stream in side by side. The nibbles become q - 8 as signed bytes
 // once per 16 values. Per value the same fmas in the same (row) order as one axpy_q4_0_avx2 call
 // per row, so the same floats.
+// a * d per block and row: a and d (from the fp16 table) broadcast straight from memory and
+// multiplied: the same product as a * _cvtsh_ss(d), in 3 instructions instead of 5.
 template <int R>
 __attribute__((target("avx2,fma,f16c"))) inline void axpy_q4_0_rows_avx2(int64_t n_blocks, const float* a,
                                                                         const void* const* x, float* y) {
@@ -103,11 +105,12 @@ __attribute__((target("avx2,fma,f16c"))) inline void axpy_q4_0_rows_avx2(int64_t
   for (int r = 0; r < R; ++r) b[r] = static_cast<const block_q4_0*>(x[r]);
   const __m128i mask = _mm_set1_epi8(0x0F);
   const __m128i eight = _mm_set1_epi8(8);
+  const float* f16 = fp16_to_fp32_table();
   for (int64_t i = 0; i < n_blocks; ++i, y += kQK4_0) {
     __m256 y0 = _mm256_loadu_ps(y), y1 = _mm256_loadu_ps(y + 8), y2 = _mm256_loadu_ps(y + 16),
            y3 = _mm256_loadu_ps(y + 24);
     for (int r = 0; r < R; ++r) {
-      const __m256 ad = _mm256_set1_ps(a[r] * _cvtsh_ss(b[r][i].d));
+      const __m256 ad = _mm256_mul_ps(_mm256_broadcast_ss(a + r), _mm256_broadcast_ss(f16 + b[r][i].d));
       const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b[r][i].qs));
       const __m128i lo = _mm_sub_epi8(_mm_and_si128(raw, mask), eight);
       const __m128i hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(raw, 4), mask), eight);

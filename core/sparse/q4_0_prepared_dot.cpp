@@ -39,6 +39,8 @@ __attribute__((target(EMBER_VNNI))) inline __m256 block_vnni(const block_q4_0& w
 // block: with R >= 4 the R chains hide the fma latency, and every R sums a row in the same order,
 // so grouping rows never changes a result. 8 rows keep 8 accumulators and the shared input in the
 // 16 vector registers.
+// The scale d_w * d_x of a block: d_w broadcast from the fp16 table, times d_x broadcast: the same
+// product as the scalar kernel's, in 3 instructions instead of 6.
 template <int R>
 __attribute__((target(EMBER_AVX2))) inline void dot_rows_avx2(const block_q4_0* const* w, const Q4PreparedInput& x,
                                                                float* out) {
@@ -49,18 +51,19 @@ __attribute__((target(EMBER_AVX2))) inline void dot_rows_avx2(const block_q4_0* 
   const __m256i low4 = _mm256_set1_epi8(0x0F);
   const __m256i ones = _mm256_set1_epi16(1);
   __m256 acc[R];
+  const float* f16 = fp16_to_fp32_table();
   for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + 32 * b));
     const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(corr + 8 * b));
-    const float d = xd[b];
+    const __m256 d = _mm256_broadcast_ss(xd + b);
     for (int r = 0; r < R; ++r) {
       const block_q4_0& blk = w[r][b];
       const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.qs));
       const __m256i q = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(packed, 4), packed), low4);
       // maddubs: u8 x s8 -> pairs of int16 (2 * 15 * 128 cannot overflow), madd with ones -> int32.
       const __m256i sum = _mm256_add_epi32(c, _mm256_madd_epi16(_mm256_maddubs_epi16(q, a), ones));
-      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_set1_ps(_cvtsh_ss(blk.d) * d), acc[r]);
+      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_mul_ps(_mm256_broadcast_ss(f16 + blk.d), d), acc[r]);
     }
   }
   for (int r = 0; r < R; ++r) {

@@ -95,6 +95,8 @@ int64_t SparseBundleFfn::sum_down(float* out, ThreadPool& pool) {
       // As sparse_ffn: kDotGroup neurons' gate and up dots together, then their down rows, in order.
       for (int64_t k = begin; k < end; k += kDotGroup) {
         const int64_t group = std::min(kDotGroup, end - k);
+        for (int64_t j = k + kDotGroup; j < std::min(end, k + 2 * kDotGroup); ++j)
+          prefetch_row_head(bundles_[static_cast<size_t>(j)]);
         int64_t ks[kDotGroup];
         const uint8_t* bundles[kDotGroup];
         for (int64_t j = 0; j < group; ++j) {

@@ -143,11 +143,13 @@ int64_t sparse_ffn(const SparseFfnArgs& a, ThreadPool& pool, SparseFfnScratch& s
     int64_t k = begin;
     // Q4_0 gate and up: kDotGroup listed neurons at a time through the multi-row dot (the same floats
     // as one at a time, and the down rows are still added in list order), so their rows stream in
-    // side by side instead of one after the other (with 8 streams in flight, prefetching the
-    // next group's gate rows was no faster in ember-sparse-kernel-bench).
+    // side by side instead of one after the other (the heads of the next group's gate rows are
+    // requested meanwhile, see kGroupPrefetchBytes).
     if (q4_gate && q4_up) {
       DownBatch downs(dt, a.down_rows.type, E, out, tmp);
       for (; k + kDotGroup <= end; k += kDotGroup) {
+        for (int64_t j = k + kDotGroup; j < std::min(end, k + 2 * kDotGroup); ++j)
+          prefetch_row_head(row_of(a.gate, a.active[j]));
         const void* gate_rows[kDotGroup];
         const void* up_rows[kDotGroup];
         for (int64_t j = 0; j < kDotGroup; ++j) {
