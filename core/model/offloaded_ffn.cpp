@@ -258,11 +258,14 @@ void OffloadedFfn::sparse_step(int64_t layer, const float* x, const int32_t* act
       const int64_t m = std::min(G, e - i);
       int64_t ks[G];
       const uint8_t* data[G];
+      const void* next[G];  // the next group's bundles, requested while this one computes
+      int n_next = 0;
       for (int64_t j = 0; j < m; ++j) {
         ks[j] = bundles[static_cast<size_t>(i + j)].index;
         data[j] = bundles[static_cast<size_t>(i + j)].data;
       }
-      kernel.activate_group(ks, data, m);
+      for (int64_t j = i + G; j < std::min(e, i + 2 * G); ++j) next[n_next++] = bundles[static_cast<size_t>(j)].data;
+      kernel.activate_group(ks, data, m, RowsAhead{next, n_next});
     }
   };
   auto activate = [&](std::span<const cache::FetchedBundle> bundles) {

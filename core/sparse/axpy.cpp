@@ -1,5 +1,6 @@
 #include "core/sparse/axpy.h"
 
+#include <bit>
 #include <cmath>
 
 #include "core/kernels/cpu_features.h"
@@ -92,10 +93,36 @@ __attribute__((target("avx2,fma,f16c"))) void axpy_q4_0_avx2(int64_t n_blocks, f
   }
 }
 
+// Bytes 2 and 3 of the float q - 8 for q = 0..15, as pshufb tables: every integer in [-8, 7]
+// needs at most 3 significant bits, so its float has only zeros in the low 16 bits (it is a
+// bf16). Two table lookups and two interleaves give the floats themselves, exactly.
+constexpr uint8_t q4_float_byte(int q, int byte) {
+  return static_cast<uint8_t>(std::bit_cast<uint32_t>(static_cast<float>(q - 8)) >> (8 * byte));
+}
+static_assert([] {
+  for (int q = 0; q < 16; ++q) {
+    if ((std::bit_cast<uint32_t>(static_cast<float>(q - 8)) & 0xFFFFu) != 0) return false;
+  }
+  return true;
+}());
+#define EMBER_Q4_FLOAT_BYTES(B)                                                                            \
+  q4_float_byte(0, B), q4_float_byte(1, B), q4_float_byte(2, B), q4_float_byte(3, B), q4_float_byte(4, B),  \
+      q4_float_byte(5, B), q4_float_byte(6, B), q4_float_byte(7, B), q4_float_byte(8, B),                   \
+      q4_float_byte(9, B), q4_float_byte(10, B), q4_float_byte(11, B), q4_float_byte(12, B),                \
+      q4_float_byte(13, B), q4_float_byte(14, B), q4_float_byte(15, B)
+
 // Several rows into the same y, block by block (AVX2): y's 32 floats are loaded and stored once per
-// block for all rows and the rows stream in side by side. The nibbles become q - 8 as signed bytes
-// once per 16 values. Per value the same fmas in the same (row) order as one axpy_q4_0_avx2 call
-// per row, so the same floats.
+// block for all rows and the rows stream in side by side. Per value the same fmas in the same
+// (row) order as one axpy_q4_0_avx2 call per row, so the same floats.
+// A block's 16 bytes are loaded into both 128-bit lanes; a per-lane shift leaves the low nibbles
+// (elements 0..15) in the low lane and the high nibbles (16..31) in the high one. The floats
+// q - 8 come from two pshufb table lookups (bytes 2 and 3 of each float) interleaved with zeros,
+// in the order the in-lane unpacks give: [0..3 | 16..19], [4..7 | 20..23], [8..11 | 24..27],
+// [12..15 | 28..31]; y is loaded and stored in that order. 19 instructions per row and block
+// instead of 23 with sign extension and int -> float conversion: 3.1 -> 2.6 ns per row and block
+// in cache on a Zen 2 host (8 rows). Tried and slower there: an fp16 table through vcvtph2ps
+// (2.9 ns), splitting the words by and/shift instead of the second interleave (2.75), nibbles
+// sign-extended by variable shifts with no shuffles (3.9); two blocks per step changed nothing.
 // a * d per block and row: a and d (from the fp16 table) broadcast straight from memory and
 // multiplied: the same product as a * _cvtsh_ss(d), in 3 instructions instead of 5.
 template <int R>
@@ -103,28 +130,34 @@ __attribute__((target("avx2,fma,f16c"))) inline void axpy_q4_0_rows_avx2(int64_t
                                                                         const void* const* x, float* y) {
   const block_q4_0* b[R];
   for (int r = 0; r < R; ++r) b[r] = static_cast<const block_q4_0*>(x[r]);
-  const __m128i mask = _mm_set1_epi8(0x0F);
-  const __m128i eight = _mm_set1_epi8(8);
+  const __m256i byte2 = _mm256_setr_epi8(EMBER_Q4_FLOAT_BYTES(2), EMBER_Q4_FLOAT_BYTES(2));
+  const __m256i byte3 = _mm256_setr_epi8(EMBER_Q4_FLOAT_BYTES(3), EMBER_Q4_FLOAT_BYTES(3));
+  const __m256i high_lane_shift = _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4);
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  const __m256i zero = _mm256_setzero_si256();
   const float* f16 = fp16_to_fp32_table();
   for (int64_t i = 0; i < n_blocks; ++i, y += kQK4_0) {
-    __m256 y0 = _mm256_loadu_ps(y), y1 = _mm256_loadu_ps(y + 8), y2 = _mm256_loadu_ps(y + 16),
-           y3 = _mm256_loadu_ps(y + 24);
+    __m256 y0 = _mm256_loadu2_m128(y + 16, y), y1 = _mm256_loadu2_m128(y + 20, y + 4),
+           y2 = _mm256_loadu2_m128(y + 24, y + 8), y3 = _mm256_loadu2_m128(y + 28, y + 12);
     for (int r = 0; r < R; ++r) {
       const __m256 ad = _mm256_mul_ps(_mm256_broadcast_ss(a + r), _mm256_broadcast_ss(f16 + b[r][i].d));
-      const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b[r][i].qs));
-      const __m128i lo = _mm_sub_epi8(_mm_and_si128(raw, mask), eight);
-      const __m128i hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(raw, 4), mask), eight);
-      y0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lo)), ad, y0);
-      y1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8))), ad, y1);
-      y2 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi)), ad, y2);
-      y3 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8))), ad, y3);
+      const __m256i raw =
+          _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b[r][i].qs)));
+      const __m256i q = _mm256_and_si256(_mm256_srlv_epi32(raw, high_lane_shift), low4);
+      const __m256i lo = _mm256_shuffle_epi8(byte2, q), hi = _mm256_shuffle_epi8(byte3, q);
+      const __m256i w0 = _mm256_unpacklo_epi8(lo, hi), w1 = _mm256_unpackhi_epi8(lo, hi);
+      y0 = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_unpacklo_epi16(zero, w0)), ad, y0);
+      y1 = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_unpackhi_epi16(zero, w0)), ad, y1);
+      y2 = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_unpacklo_epi16(zero, w1)), ad, y2);
+      y3 = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_unpackhi_epi16(zero, w1)), ad, y3);
     }
-    _mm256_storeu_ps(y, y0);
-    _mm256_storeu_ps(y + 8, y1);
-    _mm256_storeu_ps(y + 16, y2);
-    _mm256_storeu_ps(y + 24, y3);
+    _mm256_storeu2_m128(y + 16, y, y0);
+    _mm256_storeu2_m128(y + 20, y + 4, y1);
+    _mm256_storeu2_m128(y + 24, y + 8, y2);
+    _mm256_storeu2_m128(y + 28, y + 12, y3);
   }
 }
+#undef EMBER_Q4_FLOAT_BYTES
 
 __attribute__((target("avx2,fma,f16c"))) void axpy_q4_0_rows_avx2_any(int64_t n_blocks, const float* a,
                                                                      const void* const* x, int n, float* y) {

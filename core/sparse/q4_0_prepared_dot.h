@@ -36,6 +36,13 @@ float dot_q4_0_prepared_scalar(const void* row, const Q4PreparedInput& x);
 // has a multi-row kernel (AVX-512 VNNI and AVX2: up to 8 rows at once): the input is loaded once for all of
 // them and their rows stream in side by side, which keeps more memory reads in flight when the
 // rows lie at random addresses (the sparse FFN's gate and up rows).
-void dot_q4_0_prepared_rows(const void* const* rows, int n, const Q4PreparedInput& x, float* out);
+// `ahead`: rows the caller will read next (at most 8, each as long as these), requested from memory
+// while these stream (AVX2 kernel; the others ignore it). Never changes a result.
+struct RowsAhead {
+  const void* const* rows = nullptr;
+  int n = 0;
+};
+void dot_q4_0_prepared_rows(const void* const* rows, int n, const Q4PreparedInput& x, float* out,
+                            RowsAhead ahead = {});
 
 }  // namespace ember

@@ -52,7 +52,7 @@ void SparseBundleFfn::activate(int64_t k, const uint8_t* bundle) {
   scratch_.h[static_cast<size_t>(k)] = neuron_activation(act_, g, up_dot(E, bundle + layout_.up_offset));
 }
 
-void SparseBundleFfn::activate_group(const int64_t* ks, const uint8_t* const* bundles, int64_t n) {
+void SparseBundleFfn::activate_group(const int64_t* ks, const uint8_t* const* bundles, int64_t n, RowsAhead next) {
   static_assert(kActivateGroup == kDotGroup);
   for (int64_t j = 0; j < n; ++j) bundles_[static_cast<size_t>(ks[j])] = bundles[j];
   if (!q4_gate_ || !q4_up_) {
@@ -66,7 +66,7 @@ void SparseBundleFfn::activate_group(const int64_t* ks, const uint8_t* const* bu
     gate_rows[j] = bundles[j];
     up_rows[j] = bundles[j] + layout_.up_offset;
   }
-  activate_q4_0_group(act_, scratch_.x_q4, gate_rows, up_rows, n, h);
+  activate_q4_0_group(act_, scratch_.x_q4, gate_rows, up_rows, n, h, next);
   for (int64_t j = 0; j < n; ++j) scratch_.h[static_cast<size_t>(ks[j])] = h[j];
 }
 
@@ -95,15 +95,18 @@ int64_t SparseBundleFfn::sum_down(float* out, ThreadPool& pool) {
       // As sparse_ffn: kDotGroup neurons' gate and up dots together, then their down rows, in order.
       for (int64_t k = begin; k < end; k += kDotGroup) {
         const int64_t group = std::min(kDotGroup, end - k);
+        const void* next[kDotGroup];  // a bundle starts with its gate row
+        int n_next = 0;
         for (int64_t j = k + kDotGroup; j < std::min(end, k + 2 * kDotGroup); ++j)
-          prefetch_row_head(bundles_[static_cast<size_t>(j)]);
+          next[n_next++] = bundles_[static_cast<size_t>(j)];
+        for (int j = 0; j < n_next; ++j) prefetch_row_head(next[j]);
         int64_t ks[kDotGroup];
         const uint8_t* bundles[kDotGroup];
         for (int64_t j = 0; j < group; ++j) {
           ks[j] = k + j;
           bundles[j] = bundles_[static_cast<size_t>(k + j)];
         }
-        activate_group(ks, bundles, group);
+        activate_group(ks, bundles, group, RowsAhead{next, n_next});
         add_downs(k, k + group);
       }
     } else {

@@ -17,6 +17,7 @@
 
 #include "core/kernels/thread_pool.h"
 #include "core/sparse/ffn_activation.h"
+#include "core/sparse/q4_0_prepared_dot.h"
 #include "core/sparse/sparse_ffn.h"
 #include "core/tensor/ggml_type.h"
 
@@ -40,9 +41,10 @@ class SparseBundleFfn {
   // different threads at once.
   void activate(int64_t k, const uint8_t* bundle);
   // activate(ks[j], bundles[j]) for j < n, n <= kActivateGroup, with their dots computed together
-  // (the same floats; more memory reads in flight).
+  // (the same floats; more memory reads in flight). next: the bundles of the group the caller
+  // activates next, requested while this group's gate rows stream.
   static constexpr int64_t kActivateGroup = 8;
-  void activate_group(const int64_t* ks, const uint8_t* const* bundles, int64_t n);
+  void activate_group(const int64_t* ks, const uint8_t* const* bundles, int64_t n, RowsAhead next = {});
   // out (n_embd) = sum over k in list order of h_k * down column of bundle k. Every k in
   // [0, n_active) must have been activated. Returns how many h_k were non-zero.
   int64_t finish(float* out, ThreadPool& pool);

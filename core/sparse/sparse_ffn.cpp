@@ -36,11 +36,11 @@ void accumulate_down_rows(const KernelTraits& dt, GgmlType type, int64_t n, cons
 }
 
 void activate_q4_0_group(FfnActivation act, const Q4PreparedInput& x, const void* const* gate_rows,
-                         const void* const* up_rows, int64_t n, float* h) {
+                         const void* const* up_rows, int64_t n, float* h, RowsAhead next_gates) {
   float g[kDotGroup], u[kDotGroup];
   const void* open_up[kDotGroup];
   const bool relu = is_relu_family(act);
-  dot_q4_0_prepared_rows(gate_rows, static_cast<int>(n), x, g);
+  dot_q4_0_prepared_rows(gate_rows, static_cast<int>(n), x, g, next_gates);
   int n_open = 0;
   for (int64_t j = 0; j < n; ++j) {
     if (!relu || g[j] > 0.0f) open_up[n_open++] = up_rows[j];
@@ -148,15 +148,18 @@ int64_t sparse_ffn(const SparseFfnArgs& a, ThreadPool& pool, SparseFfnScratch& s
     if (q4_gate && q4_up) {
       DownBatch downs(dt, a.down_rows.type, E, out, tmp);
       for (; k + kDotGroup <= end; k += kDotGroup) {
+        const void* next_gates[kDotGroup];
+        int n_next = 0;
         for (int64_t j = k + kDotGroup; j < std::min(end, k + 2 * kDotGroup); ++j)
-          prefetch_row_head(row_of(a.gate, a.active[j]));
+          next_gates[n_next++] = row_of(a.gate, a.active[j]);
+        for (int j = 0; j < n_next; ++j) prefetch_row_head(next_gates[j]);
         const void* gate_rows[kDotGroup];
         const void* up_rows[kDotGroup];
         for (int64_t j = 0; j < kDotGroup; ++j) {
           gate_rows[j] = row_of(a.gate, a.active[k + j]);
           up_rows[j] = row_of(a.up, a.active[k + j]);
         }
-        activate_q4_0_group(a.act, s.x_q4, gate_rows, up_rows, kDotGroup, h + k);
+        activate_q4_0_group(a.act, s.x_q4, gate_rows, up_rows, kDotGroup, h + k, RowsAhead{next_gates, n_next});
         for (int64_t j = 0; j < kDotGroup; ++j) {
           if (h[k + j] != 0.0f) downs.add(h[k + j], row_of(a.down_rows, a.active[k + j]));
         }

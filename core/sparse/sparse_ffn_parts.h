@@ -71,8 +71,9 @@ void accumulate_down_rows(const KernelTraits& dt, GgmlType type, int64_t n, cons
 // h[j] for n <= kDotGroup neurons with Q4_0 gate and up rows: gate dots together, ReLU-family
 // neurons with gate <= 0 stop there (h = 0), up dots of the rest together. The same floats as one
 // neuron at a time through RowDot.
+// next_gates: the next group's gate rows, requested while this group's gate rows stream.
 void activate_q4_0_group(FfnActivation act, const Q4PreparedInput& x, const void* const* gate_rows,
-                         const void* const* up_rows, int64_t n, float* h);
+                         const void* const* up_rows, int64_t n, float* h, RowsAhead next_gates = {});
 
 // Down rows waiting to be added, up to kDotGroup: add() in list order, flush() at the end; each
 // full batch goes through accumulate_down_rows at once.

@@ -1,5 +1,6 @@
 // The sparse FFN kernel against its scalar reference and against the dense computation, the
 // active-set selection functions and the neuron-major down copy.
+#include <algorithm>
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -390,6 +391,11 @@ TEST_CASE("multi-row prepared Q4_0 dot: bit for bit the one-row dot, for every r
         CHECK(std::memcmp(&got[static_cast<size_t>(r)], &one, sizeof(float)) == 0);
       }
       for (int r = count; r < kRows; ++r) CHECK(got[static_cast<size_t>(r)] == -1.0f);  // nothing past n written
+      // Rows requested ahead (the next group's) change nothing.
+      std::vector<float> with_ahead(static_cast<size_t>(kRows), -1.0f);
+      const int n_ahead = std::min(8, kRows - count);
+      dot_q4_0_prepared_rows(rows.data(), count, prep, with_ahead.data(), RowsAhead{rows.data() + count, n_ahead});
+      CHECK(std::memcmp(with_ahead.data(), got.data(), got.size() * sizeof(float)) == 0);
     }
   }
 }
