@@ -75,7 +75,7 @@ DirectFile::DirectFile(int fd, uint64_t size, bool direct, size_t alignment, std
     : fd_(fd), size_(size), direct_(direct), alignment_(alignment), path_(std::move(path)), warning_(std::move(warning)) {}
 
 DirectFile DirectFile::open(const std::string& path, DirectMode mode, const DirectFileSyscalls& sys) {
-  const int base_flags = O_RDONLY | O_CLOEXEC;
+  const int base_flags = O_RDONLY | O_CLOEXEC | kOpenNonBlocking;  // a FIFO must not block the open
   std::string warning;
   int fd = -1;
   bool direct = false;

@@ -32,7 +32,7 @@ uint64_t page_size() {
 ReadOnlyFile ReadOnlyFile::open(const std::string& path) {
   int fd;
   do {
-    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | kOpenNonBlocking);  // a FIFO must not block here
   } while (fd < 0 && errno == EINTR);
   if (fd < 0) throw_io_error(path, "cannot open for reading", errno);
 

@@ -1,5 +1,6 @@
 #include "io/io_errors.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -36,6 +37,12 @@ uint64_t regular_file_size_or_close(int fd, const std::string& path) {
   if (!S_ISREG(st.st_mode)) {
     ::close(fd);
     throw_io_error(path, "not a regular file", 0);
+  }
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags < 0 || ((flags & O_NONBLOCK) != 0 && ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0)) {
+    const int err = errno;
+    ::close(fd);
+    throw_io_error(path, "fcntl failed", err);
   }
   return static_cast<uint64_t>(st.st_size);
 }

@@ -19,10 +19,19 @@ PreadPoolReader::PreadPoolReader(const DirectFile& file, const PreadPoolOptions&
   pending_.resize(options.capacity);
   done_.resize(options.capacity);
   workers_.reserve(options.threads);
-  for (uint32_t i = 0; i < options.threads; ++i) workers_.emplace_back([this] { work(); });
+  try {
+    for (uint32_t i = 0; i < options.threads; ++i) workers_.emplace_back([this] { work(); });
+  } catch (...) {
+    // A thread could not be started: the destructor will not run, and destroying the joinable
+    // threads already started would std::terminate. Stop them here.
+    stop_workers();
+    throw;
+  }
 }
 
-PreadPoolReader::~PreadPoolReader() {
+PreadPoolReader::~PreadPoolReader() { stop_workers(); }
+
+void PreadPoolReader::stop_workers() noexcept {
   {
     std::lock_guard lock(mu_);
     stopping_ = true;
@@ -32,6 +41,7 @@ PreadPoolReader::~PreadPoolReader() {
   }
   work_cv_.notify_all();
   for (std::thread& t : workers_) t.join();
+  workers_.clear();
 }
 
 void PreadPoolReader::register_arena(void* /*base*/, size_t /*bytes*/) {

@@ -39,6 +39,7 @@ class PreadPoolReader final : public BatchReader {
 
  private:
   void work();
+  void stop_workers() noexcept;  // ends and joins the threads (reads being made finish first)
 
   int fd_ = -1;
   uint64_t file_size_ = 0;

@@ -219,6 +219,9 @@ size_t UringReader::harvest(std::span<ReadCompletion> out, size_t min_complete) 
     submit_queued();  // retries
     if (n >= need) return n;
     const int rc = io_uring_wait_cqe(ring_.get(), &cqe);
+    // Completions already written to `out` are delivered first: throwing now would lose them (their
+    // slots are free again and the caller would wait for them forever).
+    if (rc < 0 && rc != -EINTR && n > 0) return n;
     if (rc < 0 && rc != -EINTR) throw IoError(std::string("io_uring_wait_cqe: ") + std::strerror(-rc));
   }
 }

@@ -141,6 +141,22 @@ bool origin_allowed(std::string_view origin, const std::vector<std::string>& cor
   return false;
 }
 
+bool same_origin(std::string_view origin, std::optional<std::string_view> host) {
+  if (!host) return false;
+  origin = trim(origin);
+  const size_t scheme_end = origin.find("://");
+  if (scheme_end == std::string_view::npos) return false;  // "null" (file://, sandboxed frames)
+  const std::string_view authority = origin.substr(scheme_end + 3);
+  const std::string_view h = trim(*host);
+  return !authority.empty() && lower(authority) == lower(h);
+}
+
+bool request_origin_allowed(std::optional<std::string_view> origin, std::optional<std::string_view> host,
+                            const std::vector<std::string>& cors_origins) {
+  if (!origin) return true;
+  return origin_allowed(*origin, cors_origins) || same_origin(*origin, host);
+}
+
 std::string preflight_allow_headers(std::optional<std::string_view> requested) {
   if (!requested) return kCorsDefaultAllowHeaders;
   const std::string_view r = trim(*requested);

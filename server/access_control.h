@@ -30,6 +30,15 @@ bool constant_time_equal(std::string_view presented, std::string_view expected);
 // CORS: whether a browser at `origin` may call us. `cors_origins` empty: CORS is off. "*" allows any.
 // Origins compare case-insensitively, ignoring a trailing '/' in the configured entry.
 bool origin_allowed(std::string_view origin, const std::vector<std::string>& cors_origins);
+// Whether a browser request from `origin` comes from a page this server itself served: the
+// origin's host[:port] equals the Host header (case-insensitively). Such requests need no CORS.
+bool same_origin(std::string_view origin, std::optional<std::string_view> host);
+// Whether a request carrying `origin` (absent: not from a browser page) may be served at all. A
+// browser sends "simple" cross-origin requests (a text/plain POST) without a preflight and
+// merely hides the answer from the page, so refusing only the preflight would still let any web
+// page start generations: a foreign origin is refused before any work is done.
+bool request_origin_allowed(std::optional<std::string_view> origin, std::optional<std::string_view> host,
+                            const std::vector<std::string>& cors_origins);
 // The Access-Control-Allow-Headers value for a preflight: the requested header names when they are
 // a well-formed, reasonably short list, otherwise the headers our API uses.
 std::string preflight_allow_headers(std::optional<std::string_view> requested);

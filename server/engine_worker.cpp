@@ -270,27 +270,15 @@ void EngineWorker::publish_locked() {
 void EngineWorker::loop() {
   std::vector<GenerationJob> cancelled;
   for (;;) {
-    {
-      std::unique_lock lock(mu_);
-      publish_locked();
-      cv_.wait(lock, [&] { return stopping_ || !queue_.empty() || active_ > 0; });
-      if (stopping_) break;
-      admit_locked(cancelled);
+    try {
+      if (!run_round(cancelled)) break;
+    } catch (...) {
+      // Each job's errors are caught where its step runs (start, step); nothing else in a round
+      // is expected to throw. Whatever does must not end the engine thread (an exception leaving
+      // it is std::terminate: the daemon would die with every client's request): fail the jobs
+      // in the slots, which resets their caches, and keep serving.
+      recover(std::current_exception());
     }
-    for (auto& job : cancelled) call_on_done(job, cancelled_stats(job), nullptr);
-    cancelled.clear();
-    // Newly admitted jobs start first (tokens are checked, samplers built), then every active
-    // slot advances by one forward pass. Slots are visited in a fixed order; each gets one step
-    // per round, which is what makes the interleaving fair.
-    for (auto& slot : slots_) {
-      if (slot->job && !slot->seq) start(*slot);
-    }
-    for (auto& slot : slots_) {
-      if (slot->seq) step(*slot);
-    }
-    // Between steps, after a job ended: no forward pass is in flight, so the cache can be rebuilt.
-    // Other slots' streams pause for it.
-    if (replan_due_) maybe_replan();
   }
   // Shutting down: the running generations end here, as cancelled (their clients get what was
   // generated so far); the queued ones are failed by stop().
@@ -302,10 +290,72 @@ void EngineWorker::loop() {
     } catch (...) {
       error = std::current_exception();
     }
-    finish(*slot, error);
+    finish_noexcept(*slot, error);
   }
   std::lock_guard lock(mu_);
   publish_locked();
+}
+
+bool EngineWorker::run_round(std::vector<GenerationJob>& cancelled) {
+  {
+    std::unique_lock lock(mu_);
+    publish_locked();
+    cv_.wait(lock, [&] { return stopping_ || !queue_.empty() || active_ > 0; });
+    if (stopping_) return false;
+    admit_locked(cancelled);
+  }
+  for (auto& job : cancelled) call_on_done(job, cancelled_stats(job), nullptr);
+  cancelled.clear();
+  // Newly admitted jobs start first (tokens are checked, samplers built), then every active
+  // slot advances by one forward pass. Slots are visited in a fixed order; each gets one step
+  // per round, which is what makes the interleaving fair.
+  for (auto& slot : slots_) {
+    if (slot->job && !slot->seq) start(*slot);
+  }
+  for (auto& slot : slots_) {
+    if (slot->seq) step(*slot);
+  }
+  // Between steps, after a job ended: no forward pass is in flight, so the cache can be rebuilt.
+  // Other slots' streams pause for it.
+  if (replan_due_) maybe_replan();
+  return true;
+}
+
+void EngineWorker::recover(std::exception_ptr error) {
+  std::string what = "unknown error";
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    what = e.what();
+  } catch (...) {
+  }
+  try {
+    log("error: the engine's round failed outside any job (" + what + "); failing the running jobs and serving on");
+  } catch (...) {
+    // The log callback failing too must not take the engine thread down.
+  }
+  for (auto& slot : slots_) {
+    if (slot->job) finish_noexcept(*slot, error);
+  }
+}
+
+void EngineWorker::finish_noexcept(Slot& slot, std::exception_ptr error) noexcept {
+  try {
+    finish(slot, error);
+  } catch (...) {
+    // finish() itself failed part-way: make the slot free and empty by force. Its job's callback
+    // may not have run; the connection then times out, which beats losing the engine.
+    slot.seq.reset();
+    slot.sampler.reset();
+    slot.sink = nullptr;
+    slot.cached.clear();
+    slot.ctx.reset();
+    if (slot.job) {
+      slot.job.reset();
+      std::lock_guard lock(mu_);
+      --active_;
+    }
+  }
 }
 
 void EngineWorker::admit_locked(std::vector<GenerationJob>& cancelled_out) {

@@ -130,6 +130,13 @@ class EngineWorker {
   struct Slot;  // one KV cache, the tokens in it and the job it runs (engine_worker.cpp)
 
   void loop();
+  // One round: wait for work, admit jobs, start the new ones, step every active slot, re-plan
+  // when due. False when the worker is stopping.
+  bool run_round(std::vector<GenerationJob>& cancelled);
+  // An exception escaped a round (a bug, or memory exhausted): logs it and fails the jobs in the
+  // slots (their caches reset), so the engine thread goes on serving instead of std::terminate.
+  void recover(std::exception_ptr error);
+  void finish_noexcept(Slot& slot, std::exception_ptr error) noexcept;
   // Under mu_: moves cancelled queued jobs to `out` and queued jobs into free slots (FIFO).
   void admit_locked(std::vector<GenerationJob>& cancelled_out);
   size_t pick_slot(const std::vector<int32_t>& prompt, int64_t& reuse) const;

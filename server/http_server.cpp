@@ -9,8 +9,12 @@
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/executor_work_guard.hpp>
+#include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <csignal>
 #include <cstring>
 #include <future>
@@ -33,6 +37,26 @@ int64_t unix_now() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
+
+// Runs the I/O loop until it is stopped. An exception escaping a handler (a bug: sessions catch
+// what they throw, and the request parser never throws) ends only the connection whose handler it
+// was, whose state unwinds with it; the daemon logs it and goes on serving everyone else.
+void run_io(net::io_context& ioc) {
+  for (;;) {
+    try {
+      ioc.run();
+      return;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "ember: a connection ended on an unexpected error: %s\n", e.what());
+    } catch (...) {
+      std::fprintf(stderr, "ember: a connection ended on an unexpected error\n");
+    }
+  }
+}
+
+// Threads that tokenize prompts, so a 1 MB prompt never holds up an I/O thread (/health stays
+// fast). Two: one long prompt does not queue every other request behind it.
+constexpr int kRequestWorkers = 2;
 
 // After a failed accept (e.g. out of file descriptors) wait a little instead of spinning.
 constexpr auto kAcceptRetryDelay = std::chrono::milliseconds(50);
@@ -138,7 +162,9 @@ void clear_stale_socket(net::io_context& ioc, const std::string& path) {
 }  // namespace
 
 struct HttpServer::Impl {
-  explicit Impl(ServerOptions options) : state(std::move(options), unix_now()), signals(ioc, SIGINT, SIGTERM) {}
+  explicit Impl(ServerOptions options) : state(std::move(options), unix_now()), signals(ioc, SIGINT, SIGTERM) {
+    state.offload = [this](std::function<void()> work) { net::post(workers, std::move(work)); };
+  }
 
   void listen_on(const ListenSpec& spec) {
     if (spec.kind == ListenSpec::Kind::Unix) {
@@ -178,10 +204,12 @@ struct HttpServer::Impl {
   net::io_context ioc;
   // Keeps run() going until stop() even when nothing is pending (e.g. every listener failed).
   net::executor_work_guard<net::io_context::executor_type> work{ioc.get_executor()};
+  // After ioc: work still queued here holds sessions, whose sockets must go before the io_context.
+  net::thread_pool workers{kRequestWorkers};
   std::vector<std::unique_ptr<Listener>> listeners;
   net::signal_set signals;
   std::promise<void> signalled;
-  bool signal_seen = false;
+  std::atomic<bool> signal_seen{false};  // set on an I/O thread, read by signal_received()
   std::vector<std::thread> threads;
   bool stopped = false;
 };
@@ -242,16 +270,15 @@ void HttpServer::start(int io_threads) {
   Impl& s = *impl_;
   if (s.stopped || !s.threads.empty()) return;
   s.signals.async_wait([&s](boost::system::error_code ec, int) {
-    if (!ec && !s.signal_seen) {
-      s.signal_seen = true;
-      s.signalled.set_value();
-    }
+    if (!ec && !s.signal_seen.exchange(true)) s.signalled.set_value();
   });
   for (auto& l : s.listeners) l->accept();
-  for (int i = 0; i < std::max(1, io_threads); ++i) s.threads.emplace_back([&s] { s.ioc.run(); });
+  for (int i = 0; i < std::max(1, io_threads); ++i) s.threads.emplace_back([&s] { run_io(s.ioc); });
 }
 
 void HttpServer::wait_for_signal() { impl_->signalled.get_future().wait(); }
+
+bool HttpServer::signal_received() const { return impl_->signal_seen.load(); }
 
 void HttpServer::stop(std::chrono::milliseconds grace) {
   Impl& s = *impl_;
@@ -277,6 +304,8 @@ void HttpServer::stop(std::chrono::milliseconds grace) {
   }
   // No engine callback may run after the io_context is gone, so the engine stops first.
   if (EngineWorker* engine = s.state.ready_engine()) engine->stop();
+  s.workers.stop();
+  s.workers.join();
   s.ioc.stop();
   for (auto& t : s.threads) t.join();
   s.threads.clear();

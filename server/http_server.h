@@ -40,6 +40,9 @@ class HttpServer {
   void start(int io_threads = 1);
   // Blocks until SIGINT or SIGTERM arrives (the handlers are installed by start()).
   void wait_for_signal();
+  // Whether SIGINT or SIGTERM has arrived since start(), without waiting: for work that runs
+  // before wait_for_signal() and takes long (loading the model), to stop early when told to.
+  bool signal_received() const;
   // Closes every listener (and removes Unix socket files), lets requests being answered finish
   // for up to `grace`, then ends the streams still running with a final "server_shutdown" error
   // event and [DONE] (503 for waiting non-streaming requests), cancelling their generations, and

@@ -89,6 +89,10 @@ json describe_model(json model, const ServerOptions& options) {
   return model;
 }
 
+// Every JSON body goes out through here: text from the client (a path, a model id) may be
+// invalid UTF-8, which nlohmann's dump() would throw on.
+std::string json_text(const json& body) { return body.dump(-1, ' ', false, json::error_handler_t::replace); }
+
 constexpr const char* kSseKeepAlive = ": keep-alive\n\n";
 
 }  // namespace
@@ -96,6 +100,8 @@ constexpr const char* kSseKeepAlive = ": keep-alive\n\n";
 template <class Protocol>
 HttpSession<Protocol>::HttpSession(typename Protocol::socket&& socket, ServerState& state, bool check_host)
     : stream_(std::move(socket)),
+      // A header (or trailer) may fill it up to the limit, plus one read's worth of what follows.
+      buffer_(state.options.max_header_bytes + kDrainChunk),
       state_(state),
       check_host_(check_host),
       request_timer_(stream_.get_executor()),
@@ -122,9 +128,7 @@ void HttpSession<Protocol>::begin_shutdown() {
 
 template <class Protocol>
 void HttpSession<Protocol>::do_read() {
-  parser_.emplace();
-  parser_->header_limit(static_cast<std::uint32_t>(state_.options.max_header_bytes));
-  parser_->body_limit(state_.options.max_body_bytes);
+  parser_.emplace(static_cast<std::uint32_t>(state_.options.max_header_bytes), state_.options.max_body_bytes);
   stream_.expires_after(state_.options.io_timeout);
   http::async_read(stream_, buffer_, *parser_,
                    beast::bind_front_handler(&HttpSession::on_read, this->shared_from_this()));
@@ -141,30 +145,11 @@ template <class Protocol>
 void HttpSession<Protocol>::on_read(beast::error_code ec, size_t) {
   if (ec == http::error::end_of_stream) return do_close();
   endpoint_ = Endpoint::Other;
-  if (ec == http::error::body_limit) {
-    begin_request();
-    endpoint_ = endpoint_of(path_of(parser_->get().target()));  // the header was read
-    remember_cors_origin(parser_->get());  // so a page can read why it was refused
-    return send_error(http::status::payload_too_large,
-                      "the request body exceeds " + std::to_string(state_.options.max_body_bytes) + " bytes",
-                      "invalid_request_error", {}, {}, /*close=*/true);
-  }
-  if (ec == http::error::header_limit) {
-    begin_request();
-    return send_error(http::status::request_header_fields_too_large, "the request headers are too large",
-                      "invalid_request_error", {}, {}, true);
-  }
-  if (ec) {
-    if (ec.category() == beast::error_code(http::error::bad_method).category()) {
-      begin_request();
-      return send_error(http::status::bad_request, "malformed HTTP request: " + ec.message(),
-                        "invalid_request_error", {}, {}, true);
-    }
-    return;  // timeout, reset, ...: nothing to answer; the session ends
-  }
+  if (ec) return refuse_unreadable_request(ec);
   begin_request();
   Request req = parser_->release();
   keep_alive_ = req.keep_alive();
+  version_ = req.version() == 10 ? 10 : 11;
   endpoint_ = endpoint_of(path_of(req.target()));
   try {
     handle_request(req);
@@ -172,6 +157,54 @@ void HttpSession<Protocol>::on_read(beast::error_code ec, size_t) {
     // Nothing thrown while answering may cross into Asio; the client gets a 500 instead.
     if (!writing_ && !streaming_) send_error(http::status::internal_server_error, e.what(), "server_error");
   }
+}
+
+// The parser stopped before a whole request was read: say why when there is something to say,
+// then close (the rest of the connection's bytes cannot be trusted to start a new request).
+template <class Protocol>
+void HttpSession<Protocol>::refuse_unreadable_request(beast::error_code ec) {
+  const bool is_http_error = ec.category() == beast::error_code(http::error::bad_method).category();
+  if (!is_http_error) return;  // timeout, reset, ...: nothing to answer; the session ends
+  begin_request();
+  // A declared Content-Length over the limit is refused while the header is being finished, so
+  // the parser does not count the header as done yet; it was read all the same.
+  if (parser_->is_header_done() || ec == http::error::body_limit) {
+    version_ = parser_->get().version() == 10 ? 10 : 11;
+    endpoint_ = endpoint_of(path_of(parser_->get().target()));
+    remember_cors_origin(parser_->get());  // so a page can read why it was refused
+  }
+  const auto fail = [&](http::status status, const std::string& message) {
+    send_error(status, message, "invalid_request_error", {}, {}, /*close=*/true);
+  };
+  switch (parser_->refusal()) {
+    case RequestParser::Refusal::FieldTooLarge:
+      return fail(http::status::request_header_fields_too_large, "a request header field is too large");
+    case RequestParser::Refusal::TrailerTooLarge:
+      return fail(http::status::request_header_fields_too_large,
+                  "the chunked body's trailer fields exceed max_header_bytes (" +
+                      std::to_string(state_.options.max_header_bytes) + ") together with the header");
+    case RequestParser::Refusal::DuplicateHost:
+      return fail(http::status::bad_request, "the request has more than one Host header");
+    case RequestParser::Refusal::UnsupportedTransferCoding:
+      return fail(http::status::not_implemented,
+                  "only the \"chunked\" transfer coding is supported (no gzip or deflate)");
+    case RequestParser::Refusal::None:
+      break;
+  }
+  if (ec == http::error::body_limit) {
+    return fail(http::status::payload_too_large,
+                "the request body exceeds " + std::to_string(state_.options.max_body_bytes) + " bytes");
+  }
+  if (ec == http::error::header_limit) {
+    return fail(http::status::request_header_fields_too_large, "the request headers are too large");
+  }
+  if (ec == http::error::buffer_overflow) {
+    // Only a header or trailer kept whole in the buffer can fill it.
+    return fail(http::status::request_header_fields_too_large,
+                "the request headers or trailers exceed max_header_bytes (" +
+                    std::to_string(state_.options.max_header_bytes) + ")");
+  }
+  fail(http::status::bad_request, "malformed HTTP request: " + ec.message());
 }
 
 // Host check, CORS preflight, API key, in that order: a preflight carries no credentials, and
@@ -191,22 +224,29 @@ bool HttpSession<Protocol>::check_access(const Request& req) {
     }
   }
   remember_cors_origin(req);
-  if (req.method() == http::verb::options && header(req, http::field::origin)) {
+  const auto origin = header(req, http::field::origin);
+  if (req.method() == http::verb::options && origin) {
     answer_preflight(req);
+    return false;
+  }
+  if (!request_origin_allowed(origin, header(req, http::field::host), o.cors_origins)) {
+    send_error(http::status::forbidden,
+               "requests from the web page at " + quoted(origin.value_or("")) +
+                   " are not allowed (the server's cors_origins does not list it)",
+               "invalid_request_error", {}, "cors_origin_not_allowed");
     return false;
   }
   if (endpoint_ == Endpoint::Health && req.method() == http::verb::get) return true;
   if (!o.api_keys.empty()) {
     const auto presented = presented_api_keys(header(req, http::field::authorization), header(req, "X-Api-Key"));
     if (!api_key_accepted(presented, o.api_keys)) {
-      Response res{http::status::unauthorized, req.version()};
+      Response res{http::status::unauthorized, version_};
       res.set(http::field::www_authenticate, "Bearer");
       res.set(http::field::content_type, "application/json");
-      res.body() = error_body(presented.empty() ? "an API key is required: send 'Authorization: Bearer KEY' or "
+      res.body() = json_text(error_body(presented.empty() ? "an API key is required: send 'Authorization: Bearer KEY' or "
                                                   "'X-Api-Key: KEY'"
                                                 : "the API key is not valid",
-                              "invalid_request_error", {}, "invalid_api_key")
-                       .dump();
+                              "invalid_request_error", {}, "invalid_api_key"));
       send(std::move(res));
       return false;
     }
@@ -229,7 +269,7 @@ void HttpSession<Protocol>::answer_preflight(const Request& req) {
                           " are not allowed (the server's cors_origins does not list it)",
                       "invalid_request_error", {}, "cors_origin_not_allowed");
   }
-  Response res{http::status::no_content, req.version()};
+  Response res{http::status::no_content, version_};
   res.set(http::field::access_control_allow_methods, kCorsAllowMethods);
   res.set(http::field::access_control_allow_headers,
           preflight_allow_headers(header(req, http::field::access_control_request_headers)));
@@ -246,13 +286,12 @@ void HttpSession<Protocol>::handle_request(const Request& req) {
   if (!check_access(req)) return;
   auto only = [&](http::verb verb) {
     if (req.method() == verb) return true;
-    Response res{http::status::method_not_allowed, req.version()};
+    Response res{http::status::method_not_allowed, version_};
     res.set(http::field::allow, http::to_string(verb));
     res.set(http::field::content_type, "application/json");
-    res.body() = error_body("method " + std::string(req.method_string()) + " is not allowed on " +
+    res.body() = json_text(error_body("method " + std::string(req.method_string()) + " is not allowed on " +
                                 std::string(path),
-                            "invalid_request_error")
-                     .dump();
+                            "invalid_request_error"));
     send(std::move(res));
     return false;
   };
@@ -315,39 +354,109 @@ void HttpSession<Protocol>::handle_metrics() {
     m.model_loaded = true;
     m.engine = engine->metrics();
   }
-  Response res{http::status::ok, 11};
+  Response res{http::status::ok, version_};
   res.set(http::field::content_type, kPrometheusContentType);
   res.body() = render_prometheus(m);
   send(std::move(res));
 }
 
 template <class Protocol>
-void HttpSession<Protocol>::handle_tokenize(const Request& req, bool detokenize, EngineWorker& engine) {
-  const Tokenizer& tok = engine.model().tokenizer();
-  try {
-    if (detokenize) {
-      const std::vector<int32_t> ids = parse_detokenize_request(req.body(), tok.n_vocab());
-      return send_json(http::status::ok, detokenize_response(tok, ids));
-    }
-    const TokenizeRequest r = parse_tokenize_request(req.body(), state_.options.limits.max_prompt_bytes);
-    send_json(http::status::ok, tokenize_response(tok, r));
-  } catch (const BadRequest& e) {
-    send_error(http::status::bad_request, e.what(), "invalid_request_error", e.param());
+void HttpSession<Protocol>::offload(std::function<void()> work, std::function<void()> then) {
+  if (!state_.offload) {  // no worker pool (unit tests): inline
+    work();
+    return then();
   }
+  auto ex = stream_.get_executor();
+  state_.offload([ex, work = std::move(work), then = std::move(then), self = this->shared_from_this()]() mutable {
+    work();  // catches what it throws (see capture_failure): a worker thread must not end on it
+    net::post(ex, [self = std::move(self), then = std::move(then)] { self->run_guarded(then); });
+  });
+}
+
+// A continuation posted back to the strand: like on_read, nothing it throws may reach Asio. A
+// BadRequest is the client's fault (400), anything else ours (500).
+template <class Protocol>
+void HttpSession<Protocol>::run_guarded(const std::function<void()>& step) {
+  try {
+    step();
+  } catch (const BadRequest& e) {
+    if (!writing_ && !streaming_) send_error(http::status::bad_request, e.what(), "invalid_request_error", e.param());
+  } catch (const std::exception& e) {
+    if (!writing_ && !streaming_) send_error(http::status::internal_server_error, e.what(), "server_error");
+  }
+}
+
+template <class Protocol>
+void HttpSession<Protocol>::handle_tokenize(const Request& req, bool detokenize, EngineWorker& engine) {
+  struct Outcome {
+    json body;
+    std::exception_ptr failure;
+  };
+  auto outcome = std::make_shared<Outcome>();
+  auto body = std::make_shared<std::string>(req.body());
+  const size_t max_prompt_bytes = state_.options.limits.max_prompt_bytes;
+  offload(
+      [outcome, body, detokenize, max_prompt_bytes, &engine] {
+        const Tokenizer& tok = engine.model().tokenizer();
+        try {
+          if (detokenize) {
+            outcome->body = detokenize_response(tok, parse_detokenize_request(*body, tok.n_vocab()));
+          } else {
+            outcome->body = tokenize_response(tok, parse_tokenize_request(*body, max_prompt_bytes));
+          }
+        } catch (...) {
+          outcome->failure = std::current_exception();
+        }
+      },
+      [this, outcome] {
+        if (outcome->failure) std::rethrow_exception(outcome->failure);
+        send_json(http::status::ok, outcome->body);
+      });
 }
 
 template <class Protocol>
 void HttpSession<Protocol>::handle_completion(const Request& req, bool chat, EngineWorker& engine) {
   CompletionRequest cr;
-  GenerationJob job;
   try {
     cr = chat ? parse_chat_request(req.body(), state_.options.limits)
               : parse_completion_request(req.body(), state_.options.limits);
-    job = prepare_completion_job(cr, chat, engine.model(), state_.chat_template, engine.n_ctx());
   } catch (const BadRequest& e) {
     return send_error(http::status::bad_request, e.what(), "invalid_request_error", e.param());
   }
+  submit_completion(std::move(cr), chat, engine);
+}
 
+template <class Protocol>
+void HttpSession<Protocol>::submit_completion(CompletionRequest request, bool chat, EngineWorker& engine) {
+  struct Outcome {
+    CompletionRequest request;
+    GenerationJob job;
+    std::exception_ptr failure;
+  };
+  auto outcome = std::make_shared<Outcome>();
+  outcome->request = std::move(request);
+  const ChatTemplate chat_template = state_.chat_template;
+  offload(
+      [outcome, chat, chat_template, &engine] {
+        try {
+          outcome->job =
+              prepare_completion_job(outcome->request, chat, engine.model(), chat_template, engine.n_ctx());
+        } catch (...) {
+          outcome->failure = std::current_exception();
+        }
+      },
+      [this, outcome, chat, &engine] {
+        if (outcome->failure) std::rethrow_exception(outcome->failure);
+        if (state_.stopping.load()) {
+          return send_unavailable("the server is shutting down", "server_shutdown", nullptr, /*close=*/true);
+        }
+        start_completion(std::move(outcome->request), std::move(outcome->job), chat, engine);
+      });
+}
+
+template <class Protocol>
+void HttpSession<Protocol>::start_completion(CompletionRequest cr, GenerationJob job, bool chat,
+                                             EngineWorker& engine) {
   cancel_ = std::make_shared<std::atomic<bool>>(false);
   chat_ = chat;
   first_delta_ = true;
@@ -397,14 +506,17 @@ void HttpSession<Protocol>::handle_completion(const Request& req, bool chat, Eng
   last_chunk_sent_ = false;
   outbox_.clear();
   wire_.clear();
-  sse_header_.emplace(http::status::ok, 11);
+  sse_header_.emplace(http::status::ok, version_);
   sse_header_->set(http::field::server, "ember");
   sse_header_->set(http::field::content_type, "text/event-stream");
   sse_header_->set(http::field::cache_control, "no-cache");
   sse_header_->set("X-Accel-Buffering", "no");  // reverse proxies must not hold events back
   add_cors_headers(*sse_header_);
+  // HTTP/1.0 has no chunked coding: the events go out as they are and closing ends the body.
+  chunked_stream_ = version_ >= 11;
+  if (!chunked_stream_) keep_alive_ = false;
   sse_header_->keep_alive(keep_alive_);
-  sse_header_->chunked(true);
+  sse_header_->chunked(chunked_stream_);
   sse_serializer_.emplace(*sse_header_);
   state_.metrics.record(endpoint_, 200);
   writing_ = true;
@@ -534,8 +646,15 @@ void HttpSession<Protocol>::pump_stream() {
     writing_ = true;
     last_write_ = std::chrono::steady_clock::now();
     stream_.expires_after(state_.options.io_timeout);
-    net::async_write(stream_, http::make_chunk(net::buffer(wire_)),
-                     beast::bind_front_handler(&HttpSession::on_stream_write, this->shared_from_this()));
+    auto on_written = beast::bind_front_handler(&HttpSession::on_stream_write, this->shared_from_this());
+    if (chunked_stream_) {
+      net::async_write(stream_, http::make_chunk(net::buffer(wire_)), std::move(on_written));
+    } else {
+      net::async_write(stream_, net::buffer(wire_), std::move(on_written));
+    }
+  } else if (stream_done_ && !last_chunk_sent_ && !chunked_stream_) {
+    last_chunk_sent_ = true;  // nothing ends an HTTP/1.0 body but the close below
+    pump_stream();
   } else if (stream_done_ && !last_chunk_sent_) {
     last_chunk_sent_ = true;
     writing_ = true;
@@ -627,9 +746,9 @@ void HttpSession<Protocol>::add_cors_headers(http::fields& fields) const {
 
 template <class Protocol>
 void HttpSession<Protocol>::send_json(http::status status, const json& body, bool close) {
-  Response res{status, 11};
+  Response res{status, version_};
   res.set(http::field::content_type, "application/json");
-  res.body() = body.dump(-1, ' ', false, json::error_handler_t::replace);
+  res.body() = json_text(body);
   send(std::move(res), close);
 }
 
@@ -642,10 +761,10 @@ void HttpSession<Protocol>::send_error(http::status status, const std::string& m
 template <class Protocol>
 void HttpSession<Protocol>::send_unavailable(const std::string& message, const std::string& code,
                                              const char* retry_after, bool close) {
-  Response res{http::status::service_unavailable, 11};
+  Response res{http::status::service_unavailable, version_};
   if (retry_after) res.set(http::field::retry_after, retry_after);
   res.set(http::field::content_type, "application/json");
-  res.body() = error_body(message, "server_error", {}, code).dump();
+  res.body() = json_text(error_body(message, "server_error", {}, code));
   send(std::move(res), close);
 }
 

@@ -9,11 +9,13 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 
 #include "server/http_metrics.h"
+#include "server/request_parser.h"
 #include "server/server_state.h"
 #include "server/session_registry.h"
 
@@ -34,13 +36,21 @@ class HttpSession : public SessionBase, public std::enable_shared_from_this<Http
 
   void do_read();
   void on_read(boost::beast::error_code ec, size_t bytes);
+  void refuse_unreadable_request(boost::beast::error_code ec);  // a request the parser stopped on
   void begin_request();
   void handle_request(const Request& req);
   bool check_access(const Request& req);  // false: answered (403/401/preflight)
   void answer_preflight(const Request& req);
   void remember_cors_origin(const boost::beast::http::fields& fields);  // an allowed Origin: echo it
   void handle_completion(const Request& req, bool chat, EngineWorker& engine);
+  // Runs on a worker thread (tokenizing a long prompt must not stall the I/O thread); the
+  // outcome is handled back on this connection's strand.
+  void submit_completion(CompletionRequest request, bool chat, EngineWorker& engine);
+  void start_completion(CompletionRequest request, GenerationJob job, bool chat, EngineWorker& engine);
   void handle_tokenize(const Request& req, bool detokenize, EngineWorker& engine);
+  // Runs `work` off the I/O thread, then `then` on the strand (unless the connection is gone).
+  void offload(std::function<void()> work, std::function<void()> then);
+  void run_guarded(const std::function<void()>& step);
   void handle_metrics();
   void send(Response res, bool close = false);
   void send_json(boost::beast::http::status status, const nlohmann::json& body, bool close = false);
@@ -76,8 +86,10 @@ class HttpSession : public SessionBase, public std::enable_shared_from_this<Http
   void stop_stream_timers();
 
   boost::beast::basic_stream<Protocol> stream_;
+  // Bounded: a header, or a chunked body's trailer, must fit in it whole to be parsed, so an
+  // unbounded buffer would let one request grow it without limit.
   boost::beast::flat_buffer buffer_;
-  std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
+  std::optional<RequestParser> parser_;
   ServerState& state_;
   const bool check_host_;
   uint64_t registry_id_ = 0;
@@ -86,6 +98,7 @@ class HttpSession : public SessionBase, public std::enable_shared_from_this<Http
   std::shared_ptr<void> response_;  // keeps the message alive while it is written
   bool keep_alive_ = false;
   bool in_request_ = false;
+  unsigned version_ = 11;  // of the request being answered: every response speaks it
   Endpoint endpoint_ = Endpoint::Other;  // of the request being answered, for /metrics
   std::string cors_origin_;              // an allowed Origin of this request: echoed back
 
@@ -110,6 +123,7 @@ class HttpSession : public SessionBase, public std::enable_shared_from_this<Http
   bool writing_ = false;
   bool stream_done_ = false;  // nothing more is queued (finished, failed, cut off or shut down)
   bool last_chunk_sent_ = false;
+  bool chunked_stream_ = true;  // HTTP/1.1; an HTTP/1.0 stream is raw bytes ended by closing
   std::chrono::steady_clock::time_point last_write_{};
 };
 

@@ -97,8 +97,11 @@ CompletionRequest parse_chat_request(const std::string& body, const RequestLimit
       msg.content = content->get<std::string>();
     } else if (content->is_array()) {
       for (const json& part : *content) {
-        if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") ||
-            !part.at("text").is_string()) {
+        // Checked before any read that could throw: a non-string "type" is the client's mistake.
+        const bool text_part = part.is_object() && part.contains("type") && part.at("type").is_string() &&
+                               part.at("type").get<std::string>() == "text" && part.contains("text") &&
+                               part.at("text").is_string();
+        if (!text_part) {
           throw BadRequest("'" + where + ".content' parts must be {\"type\":\"text\",\"text\":...}",
                            where + ".content");
         }
@@ -209,7 +212,37 @@ void parse_logit_bias(const json& v, CompletionRequest& r, const RequestLimits& 
   }
 }
 
+// Fields of the OpenAI (and llama.cpp) API that Ember does not implement yet. A caller that sets
+// one expects its effect (JSON output, tool calls, log-probabilities): answering with plain prose
+// would be a silent lie, so anything other than the field's default is a 400 naming it.
+void reject_unsupported(const json& j) {
+  auto refuse = [](const std::string& field, const std::string& why) {
+    throw BadRequest("'" + field + "' is not supported by this server yet (" + why + ")", field);
+  };
+  if (present(j, "response_format")) {
+    const json& f = j.at("response_format");
+    const bool text = f.is_object() && f.contains("type") && f.at("type").is_string() &&
+                      f.at("type").get<std::string>() == "text";
+    if (!text) refuse("response_format", "only {\"type\":\"text\"}: no JSON mode or JSON schema");
+  }
+  if (present(j, "tools") && !(j.at("tools").is_array() && j.at("tools").empty())) refuse("tools", "no tool calls");
+  if (present(j, "tool_choice") && j.at("tool_choice") != "none") refuse("tool_choice", "no tool calls");
+  if (present(j, "functions")) refuse("functions", "no function calls");
+  if (present(j, "function_call") && j.at("function_call") != "none") refuse("function_call", "no function calls");
+  if (present(j, "logprobs") && j.at("logprobs") != false) refuse("logprobs", "no log-probabilities");
+  if (present(j, "top_logprobs") && j.at("top_logprobs") != 0) refuse("top_logprobs", "no log-probabilities");
+  if (present(j, "n_probs") && j.at("n_probs") != 0) refuse("n_probs", "no log-probabilities");
+  if (present(j, "echo") && j.at("echo") != false) refuse("echo", "the prompt is not repeated in the answer");
+  if (present(j, "suffix") && j.at("suffix") != "") refuse("suffix", "no fill-in-the-middle");
+  if (present(j, "best_of") && j.at("best_of") != 1) refuse("best_of", "one candidate per request");
+  if (present(j, "grammar")) refuse("grammar", "no constrained decoding");
+  if (present(j, "json_schema")) refuse("json_schema", "no constrained decoding");
+  if (present(j, "audio")) refuse("audio", "text only");
+  if (present(j, "modalities") && j.at("modalities") != json::array({"text"})) refuse("modalities", "text only");
+}
+
 void parse_common(const json& j, CompletionRequest& r, const RequestLimits& limits) {
+  reject_unsupported(j);
   if (present(j, "model") && !j.at("model").is_string()) throw BadRequest("'model' must be a string", "model");
   // max_completion_tokens is the newer name (both endpoints); max_tokens wins when both are sent,
   // but both must be valid.

@@ -392,6 +392,9 @@ json env_value(Kind kind, const std::string& text) {
         if (comma == std::string_view::npos) break;
         rest.remove_prefix(comma + 1);
       }
+      // "," or " , " is a mistake, never a way to say "none": for EMBER_API_KEY it would switch
+      // authentication off and replace the config file's keys. (Unset or empty: not applied.)
+      if (list.empty()) throw BadValue("lists nothing (only commas and spaces), got \"" + text + "\"");
       return list;
     }
   }

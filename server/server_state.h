@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,9 @@ struct ServerState {
   std::atomic<bool> stopping{false};      // stop() began: new requests get 503 "server_shutdown"
   HttpMetrics metrics;                    // requests by endpoint and status, for /metrics
   SessionRegistry sessions;               // live connections, ended by a graceful stop
+  // Runs CPU-heavy request work (tokenizing a prompt) off the I/O threads; HttpServer points it at
+  // its worker pool. Unset (unit tests that build a state by hand): the work runs inline.
+  std::function<void(std::function<void()>)> offload;
 };
 
 }  // namespace ember::server

@@ -5,6 +5,8 @@
 #include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -77,8 +79,11 @@ int bench(const BenchOptions& o) {
     const OffloadStats s1 = offload ? offload->stats() : OffloadStats{};
     const auto t1 = Clock::now();
     for (int64_t i = 0; i < o.gen_tokens; ++i) {
-      const int32_t next = sampler.sample(logits);
-      logits = ctx.eval(std::span<const int32_t>(&next, 1));
+      // No token at all means logits that are all NaN (nothing is banned here): timings of such a
+      // model mean nothing, so say so rather than decode a stand-in token.
+      const std::optional<int32_t> next = sampler.sample(logits);
+      if (!next) throw std::runtime_error("no token could be sampled: every logit is NaN or -inf");
+      logits = ctx.eval(std::span<const int32_t>(&*next, 1));
     }
     const double td = std::chrono::duration<double>(Clock::now() - t1).count();
     if (run >= 0) {

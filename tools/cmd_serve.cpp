@@ -2,6 +2,7 @@
 // server/serve_config.h and config/README.md), starts the HTTP server first so /health answers 503
 // while the model loads, then loads the model, starts the engine thread, and runs until
 // SIGINT/SIGTERM; running streams get the configured grace period, then it exits 0.
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -9,6 +10,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/kernels/type_traits.h"
@@ -102,6 +104,19 @@ server::ServeConfig merged_config(const CLI::App& sub, const ServeFlags& f) {
   return config;
 }
 
+// The load's checkpoint: abandons it (LoadCancelled) once SIGTERM or SIGINT has arrived, so the
+// daemon stops within a tensor or a read instead of after a load that may take minutes.
+// EMBER_TEST_LOAD_DELAY_MS (tests only: a deterministic slow load of a tiny model) makes each
+// checkpoint wait that long first.
+LoadCheckpoint stop_on_signal(const server::HttpServer& http) {
+  std::chrono::milliseconds delay{0};
+  if (const char* ms = std::getenv("EMBER_TEST_LOAD_DELAY_MS")) delay = std::chrono::milliseconds(std::atoll(ms));
+  return [&http, delay] {
+    if (delay.count() > 0) std::this_thread::sleep_for(delay);
+    if (http.signal_received()) throw LoadCancelled("a signal arrived while the model was loading");
+  };
+}
+
 int serve(const server::ServeConfig& config) {
   server::ServerOptions options = config.server;
   options.api_keys = server::effective_api_keys(config);  // reads the key file now: fail before binding
@@ -165,7 +180,14 @@ int serve(const server::ServeConfig& config) {
   engine_options.threads = config.threads;
   std::unique_ptr<Model> loaded;
   try {
-    loaded = Model::load(model_path, model.load_options(model_path));
+    ModelLoadOptions load_options = model.load_options(model_path);
+    load_options.checkpoint = stop_on_signal(http);
+    loaded = Model::load(model_path, load_options);
+  } catch (const LoadCancelled&) {
+    // SIGTERM/SIGINT while loading: a normal shutdown, only earlier (nothing to finish yet).
+    std::fprintf(stderr, "ember: shutting down: interrupted while loading the model\n");
+    http.stop(std::chrono::milliseconds(0));
+    return 0;
   } catch (const std::exception& e) {
     // Under a budget the load also plans it and opens the pack for reads: say which setting the
     // failure belongs to (not a pack, a budget below the minimum, io_uring refused).

@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "io/direct_file.h"
+#include "io/file.h"
 
 namespace ember::cache {
 namespace {
@@ -296,6 +297,10 @@ void BundleFetcher::submit_window() {
     reader_.submit(std::span<const io::ReadRequest>(requests_.data(), n));
   } catch (const std::invalid_argument& e) {
     throw FetchError(std::string("bundle fetcher: ") + file_.path() + ": the reader refused the reads: " + e.what());
+  } catch (const io::IoError& e) {
+    // The reader failed to start them (io_uring_submit): a storage error like a failed read, which
+    // the callers (prefetch drops it, a fetch fails its step) already handle as a FetchError.
+    throw FetchError(std::string("bundle fetcher: ") + file_.path() + ": " + e.what());
   }
   next_read_ += n;
   in_flight_ += n;

@@ -1,6 +1,7 @@
 #include "core/cache/hot_loader.h"
 
 #include <algorithm>
+#include <exception>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -10,7 +11,8 @@
 namespace ember::cache {
 
 uint64_t load_hot_prefixes(NeuronCache& cache, io::BatchReader& reader, const io::DirectFile& file,
-                           std::span<const uint64_t> tensor_offsets, uint32_t chunk_bytes) {
+                           std::span<const uint64_t> tensor_offsets, uint32_t chunk_bytes,
+                           const std::function<void()>& between_reads) {
   if (tensor_offsets.size() != cache.n_layers()) {
     throw std::invalid_argument("hot loader: " + std::to_string(tensor_offsets.size()) + " tensor offsets for " +
                                 std::to_string(cache.n_layers()) + " layers");
@@ -45,14 +47,16 @@ uint64_t load_hot_prefixes(NeuronCache& cache, io::BatchReader& reader, const io
 
   std::vector<io::ReadCompletion> completions(std::max<size_t>(reader.capacity(), 1));
   std::string failure;
+  std::exception_ptr abandoned;  // what between_reads threw
   uint64_t bytes = 0;
   size_t next = 0;
   while (next < requests.size() || reader.in_flight() > 0) {
-    if (failure.empty() && next < requests.size() && reader.free_slots() > 0) {
+    const bool stopping = !failure.empty() || abandoned;
+    if (!stopping && next < requests.size() && reader.free_slots() > 0) {
       const size_t n = std::min(reader.free_slots(), requests.size() - next);
       reader.submit(std::span<const io::ReadRequest>(requests.data() + next, n));
       next += n;
-    } else if (!failure.empty() && reader.in_flight() == 0) {
+    } else if (stopping && reader.in_flight() == 0) {
       break;
     }
     const size_t got = reader.harvest(std::span<io::ReadCompletion>(completions), 1);
@@ -64,7 +68,15 @@ uint64_t load_hot_prefixes(NeuronCache& cache, io::BatchReader& reader, const io
         failure = "loading the hot neurons: " + io::describe_failure(file.path(), c);
       }
     }
+    if (between_reads && !abandoned) {
+      try {
+        between_reads();
+      } catch (...) {
+        abandoned = std::current_exception();  // rethrown once the reads in flight have landed
+      }
+    }
   }
+  if (abandoned) std::rethrow_exception(abandoned);
   if (!failure.empty()) throw FetchError(failure);
   return bytes;
 }

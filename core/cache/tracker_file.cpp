@@ -131,6 +131,18 @@ void write_all(int fd, const std::vector<uint8_t>& data, const std::string& path
   }
 }
 
+// Creates `tmp` as a new file of our own. The state directory may be writable by others (or the
+// name guessed: it is the pid), so whatever sits at that name is never opened: O_EXCL fails on any
+// existing entry, a symlink included (O_NOFOLLOW says so explicitly), instead of writing through
+// it into its target. An entry left there is removed first: only the name, never what a symlink
+// points to, and only ours to remove (this pid's temporary name: a crash of an earlier process
+// that had the same pid). If something is planted again between the unlink and the open, the open
+// fails and the save reports it. Returns the descriptor, or -1 with errno set.
+int create_exclusive(const std::string& tmp) {
+  if (::unlink(tmp.c_str()) != 0 && errno != ENOENT) return -1;
+  return ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+}
+
 }  // namespace
 
 uint64_t fnv1a64(std::span<const uint8_t> bytes, uint64_t state) {
@@ -149,7 +161,7 @@ void save_tracker_atomically(const std::string& path, const ActivationTracker& t
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   {
     Fd f;
-    f.fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    f.fd = create_exclusive(tmp);
     if (f.fd < 0) throw std::runtime_error(file_error(path, "cannot create " + tmp + ": " + errno_text()));
     try {
       write_all(f.fd, data, path, tmp);
@@ -180,7 +192,9 @@ void save_tracker_atomically(const std::string& path, const ActivationTracker& t
 
 ActivationTracker load_tracker(const std::string& path, const TrackerIdentity& identity) {
   Fd f;
-  f.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO at the path must not block the open (the daemon's start) until a writer
+  // appears; it is refused as not a regular file just below. Reads of a regular file ignore it.
+  f.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (f.fd < 0) throw std::runtime_error(file_error(path, "cannot open: " + errno_text()));
   struct stat st {};
   if (::fstat(f.fd, &st) != 0) throw std::runtime_error(file_error(path, "cannot stat: " + errno_text()));

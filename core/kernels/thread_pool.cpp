@@ -5,11 +5,13 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -57,13 +59,36 @@ struct ThreadPool::State {
   alignas(64) std::atomic<int64_t> next_chunk{0};
   alignas(64) std::atomic<int> busy_workers{0};
   std::atomic<bool> stopping{false};
+  // The job's first exception. `failed` elects the one thread that writes `error`; the caller reads
+  // it after every worker has signalled (busy_workers, release/acquire), then clears both.
+  std::atomic<bool> failed{false};
+  std::exception_ptr error;
   std::vector<std::thread> workers;
 
   void work(int thread_index) {
     for (int64_t chunk = next_chunk.fetch_add(1, std::memory_order_relaxed); chunk < n_chunks;
          chunk = next_chunk.fetch_add(1, std::memory_order_relaxed)) {
-      fn(ctx, chunk, thread_index);
+      // No cost on the normal path (zero-cost exceptions); fn is an indirect call anyway.
+      try {
+        fn(ctx, chunk, thread_index);
+      } catch (...) {
+        record_failure();
+      }
     }
+  }
+
+  void record_failure() {
+    if (!failed.exchange(true, std::memory_order_acq_rel)) error = std::current_exception();
+    // Hand out no more chunks: the job has failed, finishing it is wasted work (and may fail again).
+    next_chunk.store(n_chunks, std::memory_order_relaxed);
+  }
+
+  // Caller, after the job: the first exception, if any, rethrown (and the pool reset for the next).
+  void rethrow_failure() {
+    if (!failed.load(std::memory_order_acquire)) return;
+    std::exception_ptr e = std::exchange(error, nullptr);
+    failed.store(false, std::memory_order_relaxed);
+    std::rethrow_exception(e);
   }
 
   void worker_loop(int thread_index) {
@@ -82,18 +107,28 @@ struct ThreadPool::State {
 
 ThreadPool::ThreadPool(int n_threads) : state_(new State) {
   if (n_threads <= 0) n_threads = physical_core_count();
-  state_->workers.reserve(static_cast<size_t>(n_threads - 1));
-  for (int i = 1; i < n_threads; ++i) {
-    state_->workers.emplace_back([s = state_, i] { s->worker_loop(i); });
+  try {
+    state_->workers.reserve(static_cast<size_t>(n_threads - 1));
+    for (int i = 1; i < n_threads; ++i) {
+      state_->workers.emplace_back([s = state_, i] { s->worker_loop(i); });
+    }
+  } catch (...) {
+    // A thread could not be started (std::system_error): the destructor will not run, so stop and
+    // join the ones already running here (a joinable std::thread destroyed would std::terminate).
+    shut_down();
+    throw;
   }
 }
 
-ThreadPool::~ThreadPool() {
+ThreadPool::~ThreadPool() { shut_down(); }
+
+void ThreadPool::shut_down() noexcept {
   state_->stopping.store(true, std::memory_order_release);
   state_->generation.fetch_add(1, std::memory_order_release);
   state_->generation.notify_all();
   for (std::thread& t : state_->workers) t.join();
   delete state_;
+  state_ = nullptr;
 }
 
 int ThreadPool::size() const { return static_cast<int>(state_->workers.size()) + 1; }
@@ -102,6 +137,7 @@ void ThreadPool::run(int64_t n_chunks, ChunkFn fn, void* ctx) {
   if (n_chunks <= 0) return;
   State& s = *state_;
   if (s.workers.empty() || n_chunks == 1) {
+    // Only the caller's thread: an exception simply propagates, skipping the remaining chunks.
     for (int64_t chunk = 0; chunk < n_chunks; ++chunk) fn(ctx, chunk, 0);
     return;
   }
@@ -117,6 +153,7 @@ void ThreadPool::run(int64_t n_chunks, ChunkFn fn, void* ctx) {
   if (!spin_until([&] { return s.busy_workers.load(std::memory_order_acquire) == 0; })) {
     while (s.busy_workers.load(std::memory_order_acquire) != 0) std::this_thread::yield();
   }
+  s.rethrow_failure();  // every worker is out of the job: unwinding the caller's frame is safe now
 }
 
 int ThreadPool::physical_core_count() {

@@ -15,7 +15,8 @@ namespace ember {
 
 enum class FinishReason {
   Length,           // max_tokens generated
-  EndOfGeneration,  // the model produced an end-of-generation token
+  EndOfGeneration,  // the model produced an end-of-generation token, or no token could be sampled
+                    // (the request masked every one, e.g. logit_bias -100 on all): no token emitted
   StopSequence,     // the text reached one of the request's stop strings
   Cancelled,        // the caller stopped it
 };

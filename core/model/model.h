@@ -2,6 +2,7 @@
 // A loaded model: the GGUF file, its configuration, tokenizer and bound weights. Immutable after
 // load and shared by every inference context that runs it.
 #include <memory>
+#include <stdexcept>
 #include <string>
 
 #include "core/gguf/gguf_file.h"
@@ -18,6 +19,16 @@ struct ModelLoadOptions {
   // A memory budget (offload.budget_bytes > 0, packs only): the FFN bundles stay on storage and go
   // through the neuron cache (offloaded_ffn.h); everything else is mapped and stays resident.
   OffloadOptions offload;
+  // Runs between the load's stages, before each tensor is bound and between the hot-neuron reads
+  // (model_weights.h); throw (e.g. LoadCancelled) to abandon the load. Loading a big model takes
+  // long enough that a daemon told to stop must not have to wait for it to end.
+  LoadCheckpoint checkpoint;
+};
+
+// What a checkpoint throws to abandon a load on request (a signal): not an error of the model.
+class LoadCancelled : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
 };
 
 class Model {
@@ -35,6 +46,7 @@ class Model {
 
  private:
   Model(gguf::GgufFile file, ModelConfig config, Tokenizer tokenizer, const ModelLoadOptions& options);
+  static void checkpoint(const ModelLoadOptions& options);  // options.checkpoint, when set
   gguf::GgufFile file_;
   ModelConfig config_;
   Tokenizer tokenizer_;

@@ -40,8 +40,8 @@ void check_shape(const gguf::TensorInfo& t, int64_t ne0, int64_t ne1) {
 }  // namespace
 
 ModelWeights::ModelWeights(const gguf::GgufFile& file, const ModelConfig& c, WeightLoad load, bool repack,
-                           bool offload_bundles)
-    : load_(load), repack_(repack), offload_bundles_(offload_bundles) {
+                           bool offload_bundles, const LoadCheckpoint& checkpoint)
+    : load_(load), checkpoint_(checkpoint ? &checkpoint : nullptr), repack_(repack), offload_bundles_(offload_bundles) {
   // The embedding table is read row by row (no matmul): a repacked copy would only help when it
   // doubles as the output head.
   // Under a memory budget, an embedding table that is not also the output head stays on storage:
@@ -86,6 +86,7 @@ ModelWeights::ModelWeights(const gguf::GgufFile& file, const ModelConfig& c, Wei
   // Whatever loading left in the page cache (readahead around the tensors read) would count
   // against a cgroup memory cap and push out what matters; the bundles are read with O_DIRECT.
   if (offload_bundles_) io::drop_cached_pages(file.file());
+  checkpoint_ = nullptr;  // the caller's function is not kept past the load
 }
 
 void ModelWeights::bind_pack_layer(const gguf::GgufFile& file, const ModelConfig& c, int64_t i) {
@@ -257,6 +258,15 @@ void ModelWeights::build_neuron_rows() const {
     const unsigned n_threads = std::max(1u, std::min<unsigned>(std::thread::hardware_concurrency(), 8));
     std::vector<std::thread> threads;
     std::vector<std::exception_ptr> errors(n_threads);
+    // Joins whatever was started, also when starting one more thread fails (a joinable std::thread
+    // destroyed during unwinding would std::terminate).
+    struct JoinAll {
+      std::vector<std::thread>& threads;
+      ~JoinAll() {
+        for (auto& th : threads)
+          if (th.joinable()) th.join();
+      }
+    } join_all{threads};
     for (unsigned t = 0; t < n_threads; ++t) {
       threads.emplace_back([&, t] {
         try {
@@ -284,6 +294,9 @@ void ModelWeights::build_neuron_rows() const {
 }
 
 const void* ModelWeights::data_of(const gguf::GgufFile& file, const gguf::TensorInfo& t, bool may_map) {
+  // Before each tensor: reading (and repacking) one takes a while on a big model, and a load that
+  // the caller abandons stops here.
+  if (checkpoint_ != nullptr) (*checkpoint_)();
   resident_bytes_ += t.n_bytes;
   // Under a memory budget, resident means resident: a mapped tensor lives in the page cache, which
   // a cgroup limit (or any memory pressure) evicts, and every fault back in then reads a whole

@@ -3,6 +3,7 @@
 // checked (expected vs actual in the error), kept either memory-mapped or read into aligned
 // memory. Shapes are given as ggml's {ne0 (row length), ne1 (rows)}.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -43,6 +44,12 @@ struct LayerWeights {
   uint64_t bundles_offset = 0;
 };
 
+// Called between the steps of a long load (before each tensor's data is bound, between the stages
+// of Model::load, between the hot-neuron reads under a memory budget). It may throw to abandon the
+// load, which then unwinds and frees what was loaded (e.g. LoadCancelled, model.h, when the daemon
+// is told to stop while it loads). Empty: none.
+using LoadCheckpoint = std::function<void()>;
+
 class ModelWeights {
  public:
   // Binds every tensor the config needs. Throws std::runtime_error naming the tensor on a missing
@@ -53,8 +60,9 @@ class ModelWeights {
   // offload_bundles (packs only): bind everything except the FFN bundles, which stay on storage
   // and are read through the neuron cache (the memory budget of issue 5); with Mmap, matrices that
   // were repacked give their mapped pages back, so only the repacked copy counts.
+  // checkpoint (may be empty) runs before each tensor's data is bound, and may throw to abandon.
   ModelWeights(const gguf::GgufFile& file, const ModelConfig& config, WeightLoad load, bool repack,
-               bool offload_bundles = false);
+               bool offload_bundles = false, const LoadCheckpoint& checkpoint = {});
 
   MatrixView token_embd;              // (n_embd, n_vocab): row t is token t's embedding
   // With offloaded bundles and an untied output head, the embedding table also stays on storage
@@ -106,6 +114,7 @@ class ModelWeights {
   void build_neuron_rows() const;
 
   WeightLoad load_;
+  const LoadCheckpoint* checkpoint_ = nullptr;  // the constructor's, only while it runs
   std::vector<io::MappedRegion> maps_;
   std::vector<io::AlignedBuffer> buffers_;
   std::vector<io::AlignedBuffer> repacked_;

@@ -23,6 +23,7 @@ constexpr uint64_t kStreamReadBytes = 1u << 20;   // one streamed read (a chunk 
 constexpr uint64_t kMaxStagingBytes = 8u << 20;    // the fetcher's staging buffer at most
 constexpr int64_t kChunkAlign = 64;                // stream chunks: whole matmul row blocks (16/64)
 constexpr size_t kParallelBundles = 64;            // arrivals computed on the pool from this many
+constexpr uint32_t kHotReadBytes = 1u << 20;       // one read of the hot prefixes (load_hot_prefixes)
 
 uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
@@ -40,6 +41,14 @@ io::DirectFile open_pack(const gguf::GgufFile& file, const OffloadOptions& o) {
 int64_t stream_chunk_neurons(uint64_t chunk_bytes, uint64_t bundle_bytes, int64_t n_ff) {
   int64_t n = static_cast<int64_t>(chunk_bytes / bundle_bytes) / kChunkAlign * kChunkAlign;
   return std::min(std::max(n, kChunkAlign), n_ff);
+}
+
+// Storage errors leave OffloadedFfn as cache::FetchError whichever layer raised them (the reader's
+// io::IoError when io_uring_submit or io_uring_wait_cqe fails, a failed read of the pack), so that
+// callers handle one type: the daemon answers it with 500 model_read_failed and keeps serving.
+// Every public method that reads ends in a function-try-block calling this.
+[[noreturn]] void throw_as_fetch_error(const char* what, const io::IoError& e) {
+  throw cache::FetchError(std::string(what) + ": " + e.what());
 }
 
 }  // namespace
@@ -91,6 +100,7 @@ OffloadedFfn::OffloadedFfn(const gguf::GgufFile& file, const ModelConfig& c, con
 
   plan_ = cache::plan_budget(plan_input(/*live=*/false));
   build_cache();
+  options_.checkpoint = nullptr;  // the load's: replan() reads without it, and it is not kept
   embed_row_ = io::AlignedBuffer(static_cast<size_t>(align_up(w.token_embd.row_stride, kAlign) + 2 * kAlign), kAlign);
   for (StreamBuffer& sb : stream_) sb.bytes = io::AlignedBuffer(stream_bytes, kAlign);
   requests_.resize(stream_bytes / kStreamReadBytes + 2);
@@ -143,7 +153,7 @@ void OffloadedFfn::build_cache() {
   fetcher_.reset();  // the old cache and its fetcher go first: memory never holds two caches
   cache_.reset();
   cache_ = std::make_unique<cache::NeuronCache>(shapes, plan_.cold_slots);
-  stats_.hot_load_bytes += cache::load_hot_prefixes(*cache_, *reader_, file_, offsets);
+  stats_.hot_load_bytes += cache::load_hot_prefixes(*cache_, *reader_, file_, offsets, kHotReadBytes, options_.checkpoint);
   cache::BundleFetcherOptions fo;
   fo.max_active = static_cast<uint32_t>(F);
   fo.max_read_bytes = options_.max_read_bytes;
@@ -152,7 +162,7 @@ void OffloadedFfn::build_cache() {
   if (!fetcher_->warning().empty() && warnings_.size() < 8) warnings_.push_back(fetcher_->warning());
 }
 
-bool OffloadedFfn::replan() {
+bool OffloadedFfn::replan() try {
   std::lock_guard<std::mutex> lock(mutex_);
   cache::BudgetPlan next = cache::plan_budget(plan_input(/*live=*/true));
   if (next.hot == plan_.hot) return false;
@@ -178,6 +188,8 @@ bool OffloadedFfn::replan() {
   }
   ++replans_;
   return true;
+} catch (const io::IoError& e) {
+  throw_as_fetch_error("re-planning the neuron cache", e);
 }
 
 void OffloadedFfn::check_consistency() const {
@@ -210,15 +222,30 @@ void OffloadedFfn::load_activations(const std::string& path) {
   *tracker_ = std::move(loaded);
 }
 
-void OffloadedFfn::embed(int32_t token, float* out) {
+void OffloadedFfn::embed(int32_t token, float* out) try {
   const MatrixView& e = w_.token_embd;
   const uint64_t at = w_.token_embd_offset + e.row_stride * static_cast<uint64_t>(token);
   const uint64_t end = at + e.row_stride;  // inside the file: checked when the model was opened
   const uint64_t a0 = file_.is_direct() ? at / kAlign * kAlign : at;
   const uint64_t a1 = file_.is_direct() ? align_up(end, kAlign) : end;
   std::lock_guard<std::mutex> lock(mutex_);
-  file_.read_exact(embed_row_.data(), a1 - a0, a0, end - a0);
+  // Through the batch reader like every other read of the pack, so that a failure (a bad disk, a
+  // pack truncated under us) is reported the same way, as a FetchError, and fault injection covers
+  // it. A prefetch's reads share the reader: they land (and are committed) first, so that the one
+  // completion harvested below is this read's.
+  fetcher_->cancel();
+  const io::ReadRequest request{a0, static_cast<uint32_t>(a1 - a0), static_cast<uint32_t>(end - a0), embed_row_.data(), 0};
+  reader_->submit(std::span<const io::ReadRequest>(&request, 1));
+  if (reader_->harvest(completions_, 1) != 1) {
+    throw std::logic_error("OffloadedFfn::embed: reads of another step were still in flight");
+  }
+  if (!completions_[0].ok()) {
+    throw cache::FetchError("reading the embedding of token " + std::to_string(token) + ": " +
+                            io::describe_failure(file_.path(), completions_[0]));
+  }
   kernel_traits(e.type)->to_float(embed_row_.data() + (at - a0), out, e.cols);
+} catch (const io::IoError& e) {
+  throw_as_fetch_error("reading a token embedding", e);
 }
 
 std::string OffloadedFfn::backend_name() const { return reader_->backend_name(); }
@@ -245,7 +272,7 @@ void OffloadedFfn::reset_stats() {
 }
 
 void OffloadedFfn::sparse_step(int64_t layer, const float* x, const int32_t* active, int64_t n_active,
-                               ThreadPool& pool, SparseBundleFfn& kernel, float* out) {
+                               ThreadPool& pool, SparseBundleFfn& kernel, float* out) try {
   std::lock_guard<std::mutex> lock(mutex_);
   ++stats_.sparse_steps;
   tracker_->record(static_cast<uint32_t>(layer), std::span<const int32_t>(active, static_cast<size_t>(n_active)));
@@ -337,13 +364,21 @@ void OffloadedFfn::sparse_step(int64_t layer, const float* x, const int32_t* act
     throw;
   }
   kernel.finish(out, pool);
+} catch (const io::IoError& e) {
+  throw_as_fetch_error("sparse FFN step", e);
 }
 
 void OffloadedFfn::prefetch(int64_t layer, const int32_t* predicted, int64_t n_predicted) {
   std::lock_guard<std::mutex> lock(mutex_);
   cache_->begin_step();  // the previous layer is done: its bundles may make room
-  fetcher_->prefetch(static_cast<uint32_t>(layer), std::span<const int32_t>(predicted, static_cast<size_t>(n_predicted)),
-                     w_.layers[static_cast<size_t>(layer)].bundles_offset);
+  try {
+    fetcher_->prefetch(static_cast<uint32_t>(layer), std::span<const int32_t>(predicted, static_cast<size_t>(n_predicted)),
+                       w_.layers[static_cast<size_t>(layer)].bundles_offset);
+  } catch (const cache::FetchError&) {
+    // Best effort: the step reads what the prefetch could not, and reports a failing disk itself.
+  } catch (const io::IoError&) {
+    // Likewise (the reader itself failed: the step's own reads will say so).
+  }
 }
 
 const uint8_t* OffloadedFfn::hot_data(int64_t layer, int64_t first, int64_t end) {
@@ -408,7 +443,7 @@ void OffloadedFfn::drain_streams(StreamBuffer& a, StreamBuffer& b) {
 }
 
 void OffloadedFfn::dense_step(int64_t layer, const float* x, int64_t n, float* gate, float* up, float* out,
-                              ThreadPool& pool, MatmulScratch& scratch) {
+                              ThreadPool& pool, MatmulScratch& scratch) try {
   std::lock_guard<std::mutex> lock(mutex_);
   ++stats_.dense_steps;
   fetcher_->cancel();  // a prefetch's reads share the reader: they land (and are committed) first
@@ -443,6 +478,8 @@ void OffloadedFfn::dense_step(int64_t layer, const float* x, int64_t n, float* g
     drain_streams(stream_[0], stream_[1]);
     throw;
   }
+} catch (const io::IoError& e) {
+  throw_as_fetch_error("dense FFN step", e);
 }
 
 }  // namespace ember

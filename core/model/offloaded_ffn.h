@@ -20,6 +20,10 @@
 // One OffloadedFfn serves every context of a model (the cache stays warm across requests); the
 // calls serialise on a mutex, so contexts on different threads take turns layer by layer.
 // Nothing allocates per step.
+//
+// Errors: once constructed, every failure to read the pack (an I/O error, a pack truncated while
+// it is served, the reader itself failing) leaves a method as cache::FetchError, never io::IoError,
+// and the object stays usable: the next call reads again.
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -63,6 +67,9 @@ struct OffloadOptions {
   // (and the resident neurons' compute). Costs one more predictor evaluation per layer; measured
   // +8-11 % decode tokens/s at 50 % and 25 % budgets on mistral-7b (bench/prefetch_ab.sh).
   bool prefetch = true;
+  // Load only (the constructor): runs between the hot-neuron reads and may throw to abandon the
+  // load (ModelLoadOptions::checkpoint); replan() never calls it. Empty: none.
+  LoadCheckpoint checkpoint;
 };
 
 class OffloadedFfn {
@@ -93,7 +100,8 @@ class OffloadedFfn {
                   MatmulScratch& scratch);
 
   // out (n_embd) = token's embedding, read from storage (ModelWeights::token_embd_offset) when the
-  // table is not resident. Throws io::IoError on a failed read.
+  // table is not resident, through the same reader as the bundles. Thread-safe (serialised on the
+  // mutex): prompt tokens are embedded on the pool. Throws cache::FetchError on a failed read.
   void embed(int32_t token, float* out);
 
   BundleRowsLayout layout() const { return layout_; }

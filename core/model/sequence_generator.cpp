@@ -1,6 +1,7 @@
 #include "core/model/sequence_generator.h"
 
 #include <algorithm>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -77,7 +78,12 @@ void SequenceGenerator::cancel(const TokenSink& sink) {
 }
 
 void SequenceGenerator::sample_and_emit(const float* logits, const TokenSink& sink) {
-  const int32_t next = sampler_.sample(logits);
+  const std::optional<int32_t> sampled = sampler_.sample(logits);
+  // Every token is masked (logit_bias -100 on all of them, say): there is nothing the request
+  // allows to emit, so the generation ends here as if the model had ended it ("stop" in the API),
+  // with no token and no text; emitting some stand-in id would break the request's own mask.
+  if (!sampled) return finish(FinishReason::EndOfGeneration, sink);
+  const int32_t next = *sampled;
   sampler_.accept(next);
   if (limits_.stop_at_end_of_generation && tok_.is_end_of_generation(next)) {
     return finish(FinishReason::EndOfGeneration, sink);

@@ -54,14 +54,19 @@ Sampler::~Sampler() = default;
 Sampler::Sampler(Sampler&&) noexcept = default;
 Sampler& Sampler::operator=(Sampler&&) noexcept = default;
 
-int32_t Sampler::sample(const float* logits) {
+std::optional<int32_t> Sampler::sample(const float* logits) {
   for (int32_t i = 0; i < n_vocab_; ++i) buffer_[static_cast<size_t>(i)] = TokenLogit{i, logits[i]};
   CandidateSet c{buffer_.data(), buffer_.size(), false};
   for (auto& stage : stages_) stage->apply(c);
 
-  size_t best = 0;  // first maximum: the lowest id among ties while the set is in id order
-  for (size_t i = 1; i < c.size; ++i)
-    if (c.data[i].logit > c.data[best].logit) best = i;
+  // The first maximum among the pickable candidates (logit above -inf; NaN never is): the lowest
+  // id among ties while the set is in id order.
+  std::optional<size_t> pickable;
+  for (size_t i = 0; i < c.size; ++i) {
+    if (c.data[i].logit > -INFINITY && (!pickable || c.data[i].logit > c.data[*pickable].logit)) pickable = i;
+  }
+  if (!pickable) return std::nullopt;  // every token banned (or NaN): nothing to emit
+  const size_t best = *pickable;
   if (params_.temperature <= 0.0f || c.size == 1) return c.data[best].id;
 
   const float max_logit = c.data[best].logit;
@@ -70,7 +75,7 @@ int32_t Sampler::sample(const float* logits) {
     probs_[i] = std::exp(c.data[i].logit - max_logit);
     sum += probs_[i];
   }
-  if (!(sum > 0.0) || !std::isfinite(sum)) return c.data[best].id;  // every token banned or NaN logits
+  if (!(sum > 0.0) || !std::isfinite(sum)) return c.data[best].id;  // NaN or +inf logits: the argmax
   const double target = rng_.next_unit() * sum;
   double cumulative = 0.0;
   for (size_t i = 0; i < c.size; ++i) {

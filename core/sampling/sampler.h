@@ -4,6 +4,7 @@
 // greedy). All buffers are sized in the constructor, so sample() and accept() never allocate.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -54,8 +55,13 @@ class Sampler {
   Sampler(Sampler&&) noexcept;
   Sampler& operator=(Sampler&&) noexcept;
 
-  // Picks the next token from n_vocab logits (not modified).
-  int32_t sample(const float* logits);
+  // Picks the next token from n_vocab logits (not modified). nullopt when no token can be picked:
+  // every logit is -inf or NaN after the stages (e.g. logit_bias -100/-inf on every token). Then
+  // there is nothing to sample, and no stand-in either: returning some id (token 0, the argmax of
+  // an all -inf set) would emit a token the request banned. Callers end the generation there
+  // (SequenceGenerator: FinishReason::EndOfGeneration, "stop" with no token); std::optional makes
+  // them say so.
+  [[nodiscard]] std::optional<int32_t> sample(const float* logits);
   // Records a token (prompt or generated) for the penalties. Throws on an id out of range.
   void accept(int32_t token);
   // New sequence: clears the history and re-seeds the generator.

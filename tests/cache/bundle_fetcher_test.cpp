@@ -539,3 +539,27 @@ TEST_CASE("hot loader: a failed read is an error naming the range; bad offsets a
   CHECK(load_hot_prefixes(cache, reader, file, pack.offsets, 8192) >= 90 * kBundle);
   for (uint32_t l = 0; l < kLayers; ++l) CHECK(bundle_ok(l, 29, cache.peek(l, 29)));
 }
+
+// A load abandoned on request (SIGTERM while the daemon loads: ModelLoadOptions::checkpoint) stops
+// starting reads, waits for those in flight (they write into the cache being freed) and passes the
+// checkpoint's exception on unchanged.
+TEST_CASE("hot loader: a throwing between_reads stops the load after the reads in flight land") {
+  const SyntheticPack pack;
+  const io_test::TestFile tmp(io_test::disk_dir(), pack.contents);
+  const io::DirectFile file = io::DirectFile::open(tmp.path());
+  auto reader = make_reader(Backend::Pread, file, 2);  // few in flight: many rounds
+  const CacheLayerShape shapes[] = {{kNff, kBundle, 30}, {kNff, kBundle, 30}, {kNff, kBundle, 30}};
+  NeuronCache cache(shapes, 4);
+  struct Stop {};
+  int calls = 0;
+  CHECK_THROWS_AS(load_hot_prefixes(cache, *reader, file, pack.offsets, 4096,
+                                    [&] {
+                                      if (++calls == 2) throw Stop{};
+                                    }),
+                  Stop);
+  CHECK(calls == 2);  // not called again once it threw
+  CHECK(reader->in_flight() == 0);
+  // The same cache loads completely afterwards.
+  CHECK(load_hot_prefixes(cache, *reader, file, pack.offsets, 4096, [] {}) >= 90 * kBundle);
+  for (uint32_t l = 0; l < kLayers; ++l) CHECK(bundle_ok(l, 29, cache.peek(l, 29)));
+}

@@ -2,12 +2,16 @@
 // failed save leaves the old file as it was and no temporary behind), and each error a damaged,
 // hostile or foreign file gets.
 #include <doctest/doctest.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <iterator>
 #include <limits>
 #include <stdexcept>
@@ -185,6 +189,50 @@ TEST_CASE("tracker file: a failed save leaves the old file intact") {
     CHECK_THROWS_AS(save_tracker_atomically(path, sample_tracker(), wrong), std::invalid_argument);
     CHECK(read_bytes(path) == old);
   }
+}
+
+TEST_CASE("tracker file: a symlink planted at the temporary name is not followed") {
+  TempDir tmp("symlink");
+  const std::string path = tmp.file("tracker.bin");
+  const std::string tmp_name = path + ".tmp." + std::to_string(::getpid());
+  const std::vector<uint8_t> precious = {'k', 'e', 'e', 'p'};
+
+  SUBCASE("to an existing file: it keeps its bytes") {
+    const std::string target = tmp.file("precious");
+    write_bytes(target, precious);
+    fs::create_symlink(target, tmp_name);
+    save_tracker_atomically(path, sample_tracker(), kIdentity);
+    CHECK(read_bytes(target) == precious);
+    CHECK(!fs::is_symlink(path));  // the renamed entry is our own new file, not the planted link
+  }
+  SUBCASE("dangling: its target is not created") {
+    const std::string target = tmp.file("created-through-the-link");
+    fs::create_symlink(target, tmp_name);
+    save_tracker_atomically(path, sample_tracker(), kIdentity);
+    CHECK(!fs::exists(target));
+    CHECK(!fs::is_symlink(path));
+  }
+  SUBCASE("a stale regular file of ours (an earlier process with this pid) is replaced") {
+    write_bytes(tmp_name, precious);
+    save_tracker_atomically(path, sample_tracker(), kIdentity);
+  }
+  CHECK(load_error(path) == "(loaded)");
+  CHECK(!fs::exists(fs::symlink_status(tmp_name)));  // nothing left at the temporary name
+}
+
+TEST_CASE("tracker file: a FIFO at the path is refused at once, not waited on") {
+  TempDir tmp("fifo");
+  const std::string path = tmp.file("tracker.bin");
+  REQUIRE(::mkfifo(path.c_str(), 0600) == 0);
+  // Before the fix the open blocked until a writer appeared: run it aside, and unblock it by
+  // opening the FIFO for writing if it is still stuck after a while.
+  auto loading = std::async(std::launch::async, [&] { return load_error(path); });
+  if (loading.wait_for(std::chrono::seconds(5)) != std::future_status::ready) {
+    const int fd = ::open(path.c_str(), O_WRONLY | O_NONBLOCK);
+    if (fd >= 0) ::close(fd);
+    FAIL("load_tracker blocked on a FIFO");
+  }
+  CHECK(loading.get().find("not a regular file") != std::string::npos);
 }
 
 TEST_CASE("tracker file: foreign, damaged and hostile files") {

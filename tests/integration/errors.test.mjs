@@ -307,10 +307,18 @@ describe('CORS', () => {
       headers: { Origin: origin, 'Access-Control-Request-Method': 'POST', 'Access-Control-Request-Headers': 'authorization, content-type' },
     });
 
-  test('off by default: no Access-Control-Allow-Origin, preflights are refused', async () => {
+  test('off by default: pages from other origins are refused, preflights too', async () => {
     const res = await request(plain, { path: '/v1/models', headers: { Origin: ORIGIN } });
-    assert.equal(res.status, 200);
+    assertError(res, 403, { method: 'GET', template: '/v1/models' });
     assert.equal(res.headers['access-control-allow-origin'], undefined);
+    // A "simple" cross-origin POST (text/plain: no preflight) must not start a generation.
+    const simple = await request(plain, {
+      method: 'POST',
+      path: '/v1/completions',
+      headers: { Origin: 'http://evil.example', 'Content-Type': 'text/plain' },
+      body: JSON.stringify({ prompt: 'Once', max_tokens: 2 }),
+    });
+    assert.equal(simple.status, 403, simple.text);
     const pre = await preflight(plain, ORIGIN);
     assert.ok(pre.status >= 400, `preflight with CORS off: ${pre.status}`);
     assert.equal(pre.headers['access-control-allow-origin'], undefined);

@@ -122,3 +122,32 @@ TEST_CASE("an unknown architecture is rejected by name") {
 }
 
 }  // namespace ember
+
+namespace ember {
+
+// ModelLoadOptions::checkpoint runs between the load's stages and before every tensor, so that a
+// daemon told to stop (SIGTERM) while a big model loads can abandon the load instead of waiting
+// for it to end; what it throws comes out of Model::load unchanged.
+TEST_CASE("a load checkpoint runs before every tensor and can abandon the load") {
+  const auto path = test::write_tiny_model({}, "tiny-checkpoint");
+  ModelLoadOptions counting;
+  int calls = 0;
+  counting.checkpoint = [&calls] { ++calls; };
+  auto model = Model::load(path.string(), counting);
+  const int64_t n_tensors = static_cast<int64_t>(model->file().tensors().size());
+  CHECK(calls >= n_tensors);
+
+  for (int stop_at : {1, 2, 3, calls / 2, calls}) {
+    INFO("abandoned at checkpoint ", stop_at);
+    ModelLoadOptions o;
+    int seen = 0;
+    o.checkpoint = [&seen, stop_at] {
+      if (++seen == stop_at) throw LoadCancelled("stop");
+    };
+    CHECK_THROWS_AS(Model::load(path.string(), o), LoadCancelled);
+    CHECK(seen == stop_at);  // nothing after the throw
+  }
+  std::filesystem::remove(path);
+}
+
+}  // namespace ember

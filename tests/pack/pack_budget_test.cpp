@@ -13,6 +13,7 @@
 #include "core/model/model.h"
 #include "core/synth/synth_writer.h"
 #include "io/fault_injecting_reader.h"
+#include "io/io_backend.h"
 #include "io/uring_reader.h"
 #include "tests/pack/pack_support.h"
 #include "tests/sparse/sparse_support.h"
@@ -201,6 +202,55 @@ TEST_CASE("an I/O error under a memory budget fails that step; the cache stays c
   const test::GreedyRun again = test::greedy_run(*model, pool, predictor, prompt, 16);
   CHECK(same_floats(again, want));
   model->offloaded_ffn()->check_consistency();
+}
+
+// The pack shrinks while it is served (truncated to 20,000 bytes, as an operator's mistake or a
+// failing file system would): every read past the new end fails. The prompt's embeddings are read
+// on the pool's threads (the untied head leaves the table on storage), so before the fix the
+// failure in a pool task was std::terminate (or a SIGSEGV: the caller unwound while the workers
+// still ran its tasks). Now each step fails with a FetchError naming the file, and once the file
+// is whole again the same model and context answer as before.
+TEST_CASE("a pack truncated while it is served: steps fail with FetchError, and work again once it is whole") {
+  const TinyPack& tp = tiny_pack();
+  const std::filesystem::path copy = test::temp_path("budget-truncated");
+  std::filesystem::copy_file(tp.pk, copy, std::filesystem::copy_options::overwrite_existing);
+  struct Remove {
+    std::filesystem::path p;
+    ~Remove() { std::filesystem::remove(p); }
+  } remove{copy};
+  const std::vector<uint8_t> whole = test::read_file_bytes(copy);
+  const std::string path = copy.string();
+  for (io::IoBackend backend : {io::IoBackend::Pread, io::IoBackend::Auto}) {
+    INFO("backend ", io::io_backend_name(backend));
+    auto model = load_with_budget(path, minimum_budget(path), backend, OffloadOptions{}.stream_chunk_bytes,
+                                  /*prefetch=*/true);
+    REQUIRE(model->weights().token_embd.data == nullptr);  // embeddings are read from the pack
+    ThreadPool pool(4);
+    SparseOptions predictor;
+    predictor.mode = SparseOptions::Mode::Predictor;
+    const std::vector<int32_t> prompt = {1, 50, 60, 70, 80, 90, 100, 110};
+    const test::GreedyRun want = test::greedy_run(*model, pool, predictor, prompt, 8);
+
+    ContextOptions co;
+    co.n_ctx = 256;
+    co.sparse = predictor;
+    InferenceContext ctx(*model, pool, co);
+    std::filesystem::resize_file(copy, 20000);
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      CHECK_THROWS_WITH_AS(ctx.eval(prompt), doctest::Contains(path.c_str()), cache::FetchError);
+      CHECK(ctx.n_past() == 0);
+      model->offloaded_ffn()->check_consistency();
+    }
+    // A decode step (one token, embedded on the caller's thread) fails the same way.
+    CHECK_THROWS_AS(ctx.eval(std::vector<int32_t>{5}), cache::FetchError);
+    model->offloaded_ffn()->check_consistency();
+    // The pool itself is fine: the whole pack back in place, the same answers.
+    test::write_file_bytes(copy, whole);
+    ctx.reset();
+    const float* logits = ctx.eval(prompt);
+    CHECK(test::argmax(logits, model->config().n_vocab) == want.tokens[0]);
+    CHECK(same_floats(test::greedy_run(*model, pool, predictor, prompt, 8), want));
+  }
 }
 
 TEST_CASE("re-planning from live activations keeps the results and the budget") {

@@ -121,4 +121,21 @@ inline void flip_byte(const std::filesystem::path& path, uint64_t offset) {
   std::fclose(f);
 }
 
+inline std::vector<uint8_t> read_file_bytes(const std::filesystem::path& path) {
+  std::vector<uint8_t> bytes(std::filesystem::file_size(path));
+  std::FILE* f = std::fopen(path.string().c_str(), "rb");
+  REQUIRE(f != nullptr);
+  REQUIRE(std::fread(bytes.data(), 1, bytes.size(), f) == bytes.size());
+  std::fclose(f);
+  return bytes;
+}
+
+// Rewrites the file in place (the same inode: descriptors open on it see the new bytes).
+inline void write_file_bytes(const std::filesystem::path& path, const std::vector<uint8_t>& bytes) {
+  std::FILE* f = std::fopen(path.string().c_str(), "r+b");
+  REQUIRE(f != nullptr);
+  REQUIRE(std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size());
+  std::fclose(f);
+}
+
 }  // namespace ember::test

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 #include "core/sampling/rng.h"
@@ -17,7 +18,7 @@ std::vector<float> ramp(int n) {
 }
 std::vector<int32_t> draws(Sampler& s, const std::vector<float>& logits, int n) {
   std::vector<int32_t> out;
-  for (int i = 0; i < n; ++i) out.push_back(s.sample(logits.data()));
+  for (int i = 0; i < n; ++i) out.push_back(s.sample(logits.data()).value());
   return out;
 }
 }  // namespace
@@ -60,6 +61,44 @@ TEST_CASE("a banned token is never drawn") {
   for (int i = 0; i < 200; ++i) CHECK(s.sample(logits.data()) != 0);
 }
 
+// logit_bias -100 (-inf) on every token: nothing may be emitted, and no stand-in (token 0, the
+// argmax of an all -inf set) either. The sampler says "no token"; the generator then stops.
+TEST_CASE("when every token is banned, no token is sampled (not token 0)") {
+  const std::vector<float> logits{3.0f, 1.0f, -2.0f, 0.5f};
+  std::vector<std::pair<int32_t, float>> ban_all;
+  for (int32_t id = 0; id < 4; ++id) ban_all.emplace_back(id, -INFINITY);
+  SamplingParams greedy;
+  greedy.temperature = 0.0f;
+  SamplingParams drawn;  // the default chain: top-k, top-p, min-p, temperature, a seeded draw
+  SamplingParams plain_draw;
+  plain_draw.top_k = 0;
+  plain_draw.top_p = 1.0f;
+  plain_draw.min_p = 0.0f;
+  SamplingParams top1;
+  top1.top_k = 1;
+  for (SamplingParams p : {greedy, drawn, plain_draw, top1}) {
+    INFO("temperature ", p.temperature, " top_k ", p.top_k);
+    p.logit_bias = ban_all;
+    Sampler s(p, 4);
+    for (int i = 0; i < 20; ++i) CHECK(!s.sample(logits.data()).has_value());
+    // One token left unbanned: that one, every time.
+    p.logit_bias.pop_back();
+    Sampler one_left(p, 4);
+    for (int i = 0; i < 20; ++i) CHECK(one_left.sample(logits.data()) == 3);
+  }
+  // Logits that are all -inf or NaN (a broken model) give no token either.
+  SamplingParams p;
+  Sampler s(p, 3);
+  const std::vector<float> none{-INFINITY, NAN, -INFINITY};
+  CHECK(!s.sample(none.data()).has_value());
+  // A NaN among finite logits is never picked, not even as the first "maximum".
+  SamplingParams g;
+  g.temperature = 0.0f;
+  Sampler gs(g, 3);
+  const std::vector<float> nan_first{NAN, 1.0f, 2.0f};
+  CHECK(gs.sample(nan_first.data()) == 2);
+}
+
 TEST_CASE("the same seed gives the same draws, different seeds differ, reset re-seeds") {
   SamplingParams p;
   p.temperature = 1.5f;
@@ -89,7 +128,7 @@ TEST_CASE("draws follow the distribution") {
   Sampler s(p, 3);
   int counts[3] = {0, 0, 0};
   const int n = 20000;
-  for (int i = 0; i < n; ++i) ++counts[s.sample(logits.data())];
+  for (int i = 0; i < n; ++i) ++counts[s.sample(logits.data()).value()];
   CHECK(counts[0] / double(n) == doctest::Approx(0.7).epsilon(0.03));
   CHECK(counts[1] / double(n) == doctest::Approx(0.2).epsilon(0.06));
   CHECK(counts[2] / double(n) == doctest::Approx(0.1).epsilon(0.1));
@@ -104,7 +143,7 @@ TEST_CASE("top-k 1 is greedy whatever the temperature") {
   SamplingParams g;
   g.temperature = 0.0f;
   Sampler greedy(g, 50);
-  const int32_t best = greedy.sample(logits.data());
+  const int32_t best = greedy.sample(logits.data()).value();
   for (int i = 0; i < 20; ++i) CHECK(s.sample(logits.data()) == best);
 }
 

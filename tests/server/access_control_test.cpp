@@ -78,3 +78,19 @@ TEST_CASE("access: CORS origins and preflight headers") {
   CHECK(preflight_allow_headers(std::string_view("bad\r\nheader")) == kCorsDefaultAllowHeaders);
   CHECK(preflight_allow_headers(std::string_view(std::string(2000, 'a'))) == kCorsDefaultAllowHeaders);
 }
+
+TEST_CASE("access: a request's Origin must be allowed or the server's own") {
+  using sv = std::string_view;
+  const std::vector<std::string> none;
+  const std::vector<std::string> app{"http://app.example"};
+  CHECK(request_origin_allowed(std::nullopt, sv("localhost:8080"), none));  // not from a page
+  CHECK_FALSE(request_origin_allowed(sv("http://evil.example"), sv("localhost:8080"), none));
+  CHECK_FALSE(request_origin_allowed(sv("null"), sv("localhost:8080"), none));
+  CHECK(request_origin_allowed(sv("http://app.example"), sv("localhost:8080"), app));
+  CHECK(request_origin_allowed(sv("http://LOCALHOST:8080"), sv("localhost:8080"), none));  // same origin
+  CHECK_FALSE(request_origin_allowed(sv("http://localhost:8081"), sv("localhost:8080"), none));
+  CHECK_FALSE(request_origin_allowed(sv("http://localhost:8080"), std::nullopt, none));
+  CHECK(same_origin("http://127.0.0.1:8080", sv("127.0.0.1:8080")));
+  CHECK_FALSE(same_origin("http://127.0.0.1:8080/", sv("127.0.0.1:8080")));
+  CHECK_FALSE(same_origin("127.0.0.1:8080", sv("127.0.0.1:8080")));
+}

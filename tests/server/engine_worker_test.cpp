@@ -8,12 +8,18 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <future>
+#include <iterator>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "core/cache/budget_planner.h"
+#include "core/cache/fetch_error.h"
 #include "core/model/generator.h"
+#include "core/pack/pack_writer.h"
 #include "server/engine_worker.h"
 #include "tests/server/tiny_model.h"
 
@@ -378,6 +384,118 @@ TEST_CASE("engine: metrics count prompts, tokens, time and failures") {
   REQUIRE(engine->try_submit(make_job(*engine, "x", ok, 3)));
   REQUIRE(wait(ok));
   CHECK(!ok.error);
+}
+
+// logit_bias -100 (-inf) on every token: nothing may be emitted, so the job ends at once with
+// finish_reason "stop" (EndOfGeneration) and no token, never token 0 (which it emitted before).
+TEST_CASE("engine: a job that bans every token ends with no token and FinishReason::EndOfGeneration") {
+  auto engine = make_engine(1);
+  const auto n_vocab = static_cast<int32_t>(engine->model().config().n_vocab);
+  for (float temperature : {0.0f, 0.9f}) {
+    INFO("temperature ", temperature);
+    Outcome o;
+    GenerationJob job = make_job(*engine, "the quick brown fox", o, 8, temperature);
+    job.on_text = [&o](std::string_view t) { o.text += t; };
+    for (int32_t id = 0; id < n_vocab; ++id) job.sampling.logit_bias.emplace_back(id, -INFINITY);
+    REQUIRE(engine->try_submit(std::move(job)));
+    REQUIRE(wait(o));
+    CHECK(!o.error);
+    CHECK(o.stats.generated_tokens == 0);
+    CHECK(o.stats.finish == FinishReason::EndOfGeneration);
+    CHECK(o.text.empty());
+  }
+  // The slot is fine afterwards.
+  Outcome ok;
+  REQUIRE(engine->try_submit(make_job(*engine, "x", ok, 3, 0.0f)));
+  REQUIRE(wait(ok));
+  CHECK(!ok.error);
+  CHECK(ok.stats.generated_tokens == 3);
+}
+
+namespace {
+
+// A copy of the tiny dReLU model's pack (untied head: token embeddings are read from the pack too),
+// which the test may truncate and restore.
+struct PackCopy {
+  PackCopy() {
+    static const std::string original = [] {
+      pack::PackOptions p;
+      p.source_path = test_server::drelu_predictor_model_path();
+      p.output_path = (test_server::test_dir() / "engine-pack.gguf").string();
+      pack::write_pack(p);
+      return p.output_path;
+    }();
+    path = (test_server::test_dir() / ("engine-pack-copy-" + std::to_string(++copies) + ".gguf")).string();
+    std::filesystem::copy_file(original, path, std::filesystem::copy_options::overwrite_existing);
+    std::ifstream in(path, std::ios::binary);
+    whole.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  ~PackCopy() { std::filesystem::remove(path); }
+  void truncate(uint64_t bytes) const { std::filesystem::resize_file(path, bytes); }
+  void restore() const {  // in place: the daemon's open descriptors see the bytes again
+    std::fstream out(path, std::ios::binary | std::ios::in | std::ios::out);
+    out.write(reinterpret_cast<const char*>(whole.data()), static_cast<std::streamsize>(whole.size()));
+  }
+  static inline int copies = 0;
+  std::string path;
+  std::vector<char> whole;
+};
+
+}  // namespace
+
+// The crash: under a memory budget the pack is truncated while the engine serves. The
+// prompt's embeddings are read on the pool's threads (2 here); a failed read there used to be
+// std::terminate. Now the job fails with cache::FetchError (the daemon's 500 model_read_failed),
+// the next job fails the same way, and once the file is whole again the engine answers as before:
+// the failed jobs' slot was reset, nothing half-written is reused.
+TEST_CASE("engine: a pack truncated while it is served fails each job with FetchError; the engine lives on") {
+  const PackCopy pack;
+  uint64_t minimum = 0;
+  try {
+    ModelLoadOptions probe;
+    probe.offload.budget_bytes = 1;
+    Model::load(pack.path, probe);
+  } catch (const cache::BudgetTooSmall& e) {
+    minimum = e.minimum_bytes();
+  }
+  REQUIRE(minimum > 0);
+  ModelLoadOptions lo;
+  lo.offload.budget_bytes = minimum + 200 * 1024;
+  lo.offload.backend = io::IoBackend::Pread;
+  EngineOptions eo;
+  eo.threads = 2;
+  eo.context.n_ctx = 256;
+  eo.context.sparse.mode = SparseOptions::Mode::Predictor;
+  eo.slots = 1;
+  eo.log = [](const std::string&) {};
+  EngineWorker engine(Model::load(pack.path, lo), eo);
+  REQUIRE(engine.model().weights().token_embd.data == nullptr);
+  const std::string prompt = "the quick brown fox jumps over the lazy dog";
+  auto run = [&] {
+    auto o = std::make_unique<Outcome>();
+    REQUIRE(engine.try_submit(make_job(engine, prompt, *o, 8, 0.0f)));
+    REQUIRE(wait(*o));
+    return o;
+  };
+  const std::string want = run()->text;
+  REQUIRE(!want.empty());
+
+  pack.truncate(20000);
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    const auto o = run();
+    REQUIRE(o->error);
+    CHECK_THROWS_AS(std::rethrow_exception(o->error), cache::FetchError);
+    try {
+      std::rethrow_exception(o->error);
+    } catch (const std::exception& e) {
+      CHECK(std::string(e.what()).find(pack.path) != std::string::npos);
+    }
+  }
+  CHECK(engine.metrics().jobs_failed == 2);
+  pack.restore();
+  CHECK(run()->text == want);
+  CHECK(run()->text == want);
+  engine.model().offloaded_ffn()->check_consistency();
 }
 
 TEST_CASE("engine: slots outside [1, kMaxSlots] are rejected") {

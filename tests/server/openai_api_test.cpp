@@ -222,3 +222,55 @@ TEST_CASE("openai_api: stop sequences finish with \"stop\"") {
   auto r = completion_response("c", 1, "m", "t", FinishReason::StopSequence, 1, 1);
   CHECK(r["choices"][0]["finish_reason"] == "stop");
 }
+
+TEST_CASE("openai_api: fields not implemented yet are refused unless they ask for the default") {
+  const std::pair<const char*, const char*> refused[] = {
+      {R"("response_format":{"type":"json_object"})", "response_format"},
+      {R"("response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{}}})", "response_format"},
+      {R"("response_format":"json")", "response_format"},
+      {R"("tools":[{"type":"function","function":{"name":"f"}}])", "tools"},
+      {R"("tool_choice":"auto")", "tool_choice"},
+      {R"("tool_choice":{"type":"function","function":{"name":"f"}})", "tool_choice"},
+      {R"("functions":[{"name":"f"}])", "functions"},
+      {R"("logprobs":true)", "logprobs"},
+      {R"("logprobs":3)", "logprobs"},
+      {R"("top_logprobs":2)", "top_logprobs"},
+      {R"("echo":true)", "echo"},
+      {R"("suffix":"x")", "suffix"},
+      {R"("best_of":2)", "best_of"},
+      {R"("grammar":"root ::= [a-z]+")", "grammar"},
+      {R"("json_schema":{})", "json_schema"},
+  };
+  for (const auto& [field, name] : refused) {
+    for (const bool chat : {false, true}) {
+      const std::string body = chat ? std::string(R"({"messages":[{"role":"user","content":"hi"}],)") + field + "}"
+                                    : std::string(R"({"prompt":"hi",)") + field + "}";
+      CAPTURE(body);
+      try {
+        chat ? parse_chat_request(body) : parse_completion_request(body);
+        FAIL("accepted");
+      } catch (const BadRequest& e) {
+        CHECK(e.param() == name);
+        CHECK(std::string(e.what()).find(name) != std::string::npos);
+      }
+    }
+  }
+  // The defaults (and explicit nulls) are fine.
+  const char* accepted[] = {
+      R"("response_format":{"type":"text"})", R"("response_format":null)", R"("tools":[])",
+      R"("tool_choice":"none")", R"("logprobs":false)", R"("top_logprobs":0)", R"("echo":false)",
+      R"("suffix":"")", R"("best_of":1)", R"("logprobs":null)"};
+  for (const char* field : accepted) {
+    CAPTURE(field);
+    CHECK_NOTHROW(parse_completion_request(std::string(R"({"prompt":"hi",)") + field + "}"));
+  }
+}
+
+TEST_CASE("openai_api: a content part whose type is not a string is a 400, not a crash") {
+  for (const char* content : {R"([{"type":5,"text":"hi"}])", R"([{"type":null,"text":"hi"}])",
+                              R"([{"type":["text"],"text":"hi"}])", R"([{"text":"hi"}])", R"([7])"}) {
+    const std::string body = std::string(R"({"messages":[{"role":"user","content":)") + content + "}]}";
+    CAPTURE(body);
+    CHECK_THROWS_AS(parse_chat_request(body), BadRequest);
+  }
+}

@@ -181,6 +181,8 @@ TEST_CASE("bad environment values name the variable") {
       {"EMBER_PORT", "80x"}, {"EMBER_PORT", "99999"}, {"EMBER_THREADS", "-2"},
       {"EMBER_MMAP", "maybe"}, {"EMBER_LISTEN", "unix:"}, {"EMBER_CHAT_TEMPLATE", "nope"},
       {"EMBER_CTX_SIZE", "99999999999999999999999"},
+      // A key list of only separators would switch authentication off: an error, not "no keys".
+      {"EMBER_API_KEY", ","}, {"EMBER_API_KEY", ",,"}, {"EMBER_API_KEY", " , "}, {"EMBER_CORS_ORIGINS", ","},
   };
   for (const auto& [name, value] : cases) {
     ServeConfig c;
@@ -188,6 +190,14 @@ TEST_CASE("bad environment values name the variable") {
     const std::string e = error_of([&] { ember::server::apply_environment(c, env.fn()); });
     INFO(name, "=", value, " -> ", e);
     CHECK(contains(e, name));
+  }
+  {
+    // ... and it must not replace the config file's keys on the way.
+    TempFile file(R"({"security":{"api_keys":["from-file"]}})");
+    ServeConfig c;
+    ember::server::load_config_file(c, file.path);
+    Env comma{{{"EMBER_API_KEY", ","}}};
+    CHECK(contains(error_of([&] { ember::server::apply_environment(c, comma.fn()); }), "lists nothing"));
   }
   Env env{{{"EMBER_CONFIG", "/etc/ember.json"}}};
   CHECK(ember::server::config_file_from_environment(env.fn()) == std::optional<std::string>("/etc/ember.json"));

@@ -138,3 +138,42 @@ TEST_CASE("ember serve under a budget: activation counts saved on SIGTERM, loade
   CHECK(log.find("activation counts loaded from " + state) != std::string::npos);
   CHECK(d.terminate() == 0);
 }
+
+// The issue's crash, end to end: `ember serve` on a pack under a budget, with two threads (the
+// prompt's embeddings are read on the pool), and the pack truncated to 20,000 bytes while it
+// serves. Before the fix the daemon died (SIGABRT from an io::IoError thrown in a pool worker, or
+// SIGSEGV) at the first request. Now each request gets an HTTP answer, 500 model_read_failed
+// naming the file, the process lives on, and SIGTERM still stops it cleanly.
+TEST_CASE("ember serve under a budget: a pack truncated while serving fails requests with 500, the daemon lives") {
+  const std::string pack = (work_dir() / "truncated.pack.gguf").string();
+  std::filesystem::copy_file(pack_model(), pack, std::filesystem::copy_options::overwrite_existing);
+  const std::string log_path = (work_dir() / "serve-truncated.log").string();
+  Daemon d({"serve", "-m", pack, "--port", "0", "--memory-budget", "90%", "--sparse", "predictor", "--threads", "2",
+            "--activation-state", ""},
+           log_path);
+  const std::string log = wait_for_text(log_path, "ember: ready");
+  INFO(log);
+  REQUIRE(log.find("ember: ready") != std::string::npos);
+  const int port = ember::test::logged_port(log);
+  REQUIRE(port > 0);
+  const std::string body = R"({"prompt":"the quick brown fox jumps over the lazy dog","max_tokens":8,"temperature":0})";
+  const std::string good = ember::test::http_request(port, "POST", "/v1/completions", body);
+  CHECK(good.find(" 200 ") != std::string::npos);
+
+  std::filesystem::resize_file(pack, 20000);
+  for (int i = 0; i < 2; ++i) {
+    INFO("request ", i);
+    const std::string res = ember::test::http_request(port, "POST", "/v1/completions", body);
+    INFO(res);
+    CHECK(res.rfind("HTTP/1.", 0) == 0);
+    CHECK(res.find(" 500 ") != std::string::npos);
+    CHECK(res.find("model_read_failed") != std::string::npos);
+    CHECK(res.find("truncated.pack.gguf") != std::string::npos);
+    CHECK(d.running());
+  }
+  const std::string health = ember::test::http_request(port, "GET", "/health");
+  CHECK(health.find(" 200 ") != std::string::npos);
+  CHECK(d.running());
+  CHECK(d.terminate() == 0);
+  std::filesystem::remove(pack);
+}
