@@ -11,13 +11,7 @@ namespace {
 
 std::vector<int32_t> tokenize_prompt(CompletionRequest& cr, bool chat, const Tokenizer& tok,
                                      ChatTemplate chat_template) {
-  if (chat) {
-    auto special_text = [&](int32_t id) { return id >= 0 ? tok.token_to_piece(id, true) : std::string(); };
-    const RenderedChat rendered = render_chat(chat_template, cr.messages, /*add_generation_prompt=*/true,
-                                              special_text(tok.bos_id()), special_text(tok.eos_id()));
-    // The template's own markers are special tokens; a BOS it wrote must not be doubled.
-    return tok.encode(rendered.text, /*add_special=*/!rendered.starts_with_bos, /*parse_special=*/true);
-  }
+  if (chat) return tokenize_chat(tok, chat_template, cr.messages);
   if (cr.prompt_is_tokens) {
     // The client tokenized: its ids are the prompt as they are (no BOS added), so they must be
     // valid for this vocabulary.
@@ -36,6 +30,20 @@ std::vector<int32_t> tokenize_prompt(CompletionRequest& cr, bool chat, const Tok
 }
 
 }  // namespace
+
+std::vector<int32_t> tokenize_chat(const Tokenizer& tok, ChatTemplate chat_template,
+                                   std::span<const ChatMessage> messages) {
+  auto special_text = [&](int32_t id) { return id >= 0 ? tok.token_to_piece(id, true) : std::string(); };
+  const RenderedChat rendered = render_chat(chat_template, messages, /*add_generation_prompt=*/true,
+                                            special_text(tok.bos_id()), special_text(tok.eos_id()));
+  std::vector<TextSegment> segments;
+  segments.reserve(rendered.segments.size());
+  for (const ChatSegment& s : rendered.segments) {
+    segments.push_back({std::string_view(rendered.text).substr(s.offset, s.length), /*parse_special=*/!s.is_content});
+  }
+  // A BOS the template wrote must not be doubled.
+  return tok.encode_segments(segments, /*add_special=*/!rendered.starts_with_bos);
+}
 
 GenerationJob prepare_completion_job(CompletionRequest& cr, bool chat, const Model& model,
                                      ChatTemplate chat_template, int64_t n_ctx) {

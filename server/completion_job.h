@@ -3,13 +3,23 @@
 // the prompt against the context window and the sampling parameters against the vocabulary. Runs
 // on the HTTP side (tokenizing is cheap and thread-safe); the engine only generates.
 #include <cstdint>
+#include <span>
+#include <vector>
 
+#include "core/chat/chat_render.h"
 #include "core/chat/chat_template.h"
 #include "core/model/model.h"
 #include "server/engine_worker.h"
 #include "server/openai_api.h"
 
 namespace ember::server {
+
+// A chat conversation as prompt ids: the template's own text (markers, BOS/EOS texts) becomes
+// special tokens, message content is always plain text, so "</s>" or "<|im_start|>" typed by a
+// user stays text. Adds BOS as the vocabulary says unless the template wrote one. Throws
+// std::invalid_argument on an unknown role (render_chat).
+std::vector<int32_t> tokenize_chat(const Tokenizer& tok, ChatTemplate chat_template,
+                                   std::span<const ChatMessage> messages);
 
 // The job's prompt, sampling, max_tokens and stop strings; the caller sets `cancelled` and the
 // callbacks. Throws BadRequest naming the field (e.g. a prompt longer than the context).

@@ -12,6 +12,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/chat/chat_template.h"
 
@@ -22,10 +23,23 @@ struct ChatMessage {
   std::string content;
 };
 
+// A run of RenderedChat::text that the template wrote itself (markers, role names, separators, the
+// BOS/EOS texts) or that was copied from a message's content.
+struct ChatSegment {
+  size_t offset = 0;
+  size_t length = 0;
+  bool is_content = false;
+};
+
 struct RenderedChat {
   std::string text;
-  // True when `text` begins with the BOS text the template wrote: the caller tokenizes `text`
-  // with parse_special=true and must then not add another BOS.
+  // `text` cut into template and content runs, in order, covering it exactly, none empty, each of
+  // another kind than the one before. Only template runs may become special tokens: a message's
+  // content is plain text whatever it contains ("</s>", "<|im_start|>"), or a user could end a turn
+  // or forge another role's message.
+  std::vector<ChatSegment> segments;
+  // True when `text` begins with the BOS text the template wrote: the caller tokenizes the
+  // template runs with parse_special=true and must then not add another BOS.
   bool starts_with_bos = false;
 };
 

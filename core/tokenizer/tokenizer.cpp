@@ -41,11 +41,45 @@ Tokenizer Tokenizer::from_vocab(Vocab vocab) {
 int32_t Tokenizer::n_vocab() const { return vocab_->size(); }
 
 std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, bool parse_special) const {
+  std::vector<Fragment> fragments;
+  split_special(*vocab_, text, parse_special, fragments);
+  return encode_fragments(text, fragments, add_special);
+}
+
+std::vector<int32_t> Tokenizer::encode_segments(std::span<const TextSegment> segments, bool add_special) const {
+  size_t total = 0;
+  for (const TextSegment& s : segments) total += s.text.size();  // sizes of strings in memory: no overflow
+  std::string joined;
+  joined.reserve(total);
+  std::vector<Fragment> fragments, pieces;
+  for (const TextSegment& s : segments) {
+    const size_t base = joined.size();
+    joined += s.text;
+    split_special(*vocab_, s.text, s.parse_special, pieces);
+    for (Fragment f : pieces) {
+      if (f.token >= 0) {
+        fragments.push_back(f);
+        continue;
+      }
+      f.offset += base;
+      // Raw text continuing raw text of the previous segment is one piece, as in the joined text:
+      // SentencePiece merges and the space prefix must not see a seam.
+      Fragment* last = fragments.empty() ? nullptr : &fragments.back();
+      if (last != nullptr && last->token < 0 && last->offset + last->length == f.offset) {
+        last->length += f.length;
+      } else {
+        fragments.push_back(f);
+      }
+    }
+  }
+  return encode_fragments(joined, fragments, add_special);
+}
+
+std::vector<int32_t> Tokenizer::encode_fragments(std::string_view text, const std::vector<Fragment>& fragments,
+                                                 bool add_special) const {
   std::vector<int32_t> out;
   out.reserve(text.size() / 3 + 4);
   if (add_special && vocab_->add_bos && vocab_->bos >= 0) out.push_back(vocab_->bos);
-  std::vector<Fragment> fragments;
-  split_special(*vocab_, text, parse_special, fragments);
   bool after_special = true;  // the start of the text counts as following a special token
   for (const Fragment& f : fragments) {
     if (f.token >= 0) {

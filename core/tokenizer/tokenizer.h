@@ -22,6 +22,13 @@ class TokenizerError : public std::runtime_error {
 
 struct Vocab;
 class PreTokenizer;
+struct Fragment;
+
+// A piece of a prompt with its own rule for special-token texts (see Tokenizer::encode_segments).
+struct TextSegment {
+  std::string_view text;
+  bool parse_special = false;
+};
 
 // Immutable once built: copies are cheap (they share the vocabulary) and every member function may
 // be called from several threads at once.
@@ -38,6 +45,12 @@ class Tokenizer {
   // add_eos_token). parse_special: control-token texts such as "<s>" in `text` become those tokens;
   // user-defined tokens are always matched whole, as llama.cpp does.
   std::vector<int32_t> encode(std::string_view text, bool add_special, bool parse_special) const;
+  // encode() of the segments' concatenation, where each segment has its own parse_special: a chat
+  // prompt's template markers are special tokens, its message content never is (else a user could
+  // write "</s>" and end the turn). Raw text on both sides of a segment boundary is tokenized as one
+  // piece, so when only parse_special segments hold control-token texts the ids equal
+  // encode(concatenation, add_special, true): marking content plain changes nothing else.
+  std::vector<int32_t> encode_segments(std::span<const TextSegment> segments, bool add_special) const;
 
   // The bytes of one token; control tokens give "" unless render_special. Throws TokenizerError on
   // an id outside [0, n_vocab).
@@ -61,6 +74,8 @@ class Tokenizer {
 
  private:
   Tokenizer(std::shared_ptr<const Vocab> vocab, std::shared_ptr<const PreTokenizer> pre);
+  std::vector<int32_t> encode_fragments(std::string_view text, const std::vector<Fragment>& fragments,
+                                        bool add_special) const;
   void encode_raw(std::string_view text, bool after_special, std::vector<int32_t>& out) const;
   void check_id(int32_t id) const;
 

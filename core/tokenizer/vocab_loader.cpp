@@ -1,6 +1,7 @@
 #include "core/tokenizer/vocab_loader.h"
 
 #include <limits>
+#include <vector>
 
 #include "core/tokenizer/tokenizer.h"
 
@@ -60,11 +61,23 @@ void load_merges(const gguf::Metadata& md, Vocab& v) {
   }
 }
 
-// Texts that end a turn in common chat vocabularies; llama.cpp treats them as control tokens and
-// ends generation on them even when no eot key names them.
+// Texts that end a turn in common chat vocabularies; llama.cpp (llama-vocab.cpp, its end-of-generation
+// list) makes them control tokens and ends generation on them even when no eot key names them.
+// "</s>" is on that list too: Phi-3's GGUF types it user-defined (always split out of text), but
+// llama.cpp's added control attribute means it is plain text unless parse_special.
 constexpr const char* kEndOfGenerationTexts[] = {
     "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|eom_id|>", "<EOT>", "<|end_of_text|>",
+    "</s>",
 };
+
+// llama.cpp's exception: in vocabularies with "<|tool_response>" (Gemma 4) "</s>" is neither end
+// of generation nor special; it becomes a normal token.
+void demote_gemma4_end_of_sentence(Vocab& v) {
+  const int32_t s = v.find("</s>");
+  if (s < 0 || v.find("<|tool_response>") < 0) return;
+  std::erase(v.end_of_generation, s);
+  v.types[s] = TokenType::Normal;
+}
 
 }  // namespace
 
@@ -131,6 +144,7 @@ Vocab load_vocab(const gguf::Metadata& md) {
     v.types[id] = TokenType::Control;
     v.end_of_generation.push_back(id);
   }
+  demote_gemma4_end_of_sentence(v);
   for (int32_t id : {v.eos, v.eot, v.eom}) {
     if (id >= 0) v.end_of_generation.push_back(id);
   }

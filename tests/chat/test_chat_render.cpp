@@ -183,3 +183,89 @@ TEST_CASE("starts_with_bos is false when BOS text is empty or the template does 
   const std::vector<ChatMessage> tricky{{"user", "<s>hi"}};
   CHECK_FALSE(ember::render_chat(ChatTemplate::ChatML, tricky, true, "<|im_start|>", "").starts_with_bos);
 }
+
+namespace {
+
+const ChatTemplate kAllTemplates[] = {ChatTemplate::Llama2, ChatTemplate::Mistral, ChatTemplate::ChatML,
+                                      ChatTemplate::Llama3, ChatTemplate::Zephyr,  ChatTemplate::Gemma,
+                                      ChatTemplate::Phi3};
+
+// The runs of one kind, as strings.
+std::vector<std::string> runs(const ember::RenderedChat& r, bool content) {
+  std::vector<std::string> out;
+  for (const auto& s : r.segments)
+    if (s.is_content == content) out.push_back(r.text.substr(s.offset, s.length));
+  return out;
+}
+
+void check_segments_cover_text(const ember::RenderedChat& r) {
+  size_t at = 0;
+  for (size_t i = 0; i < r.segments.size(); ++i) {
+    const auto& s = r.segments[i];
+    CHECK(s.offset == at);
+    CHECK(s.length > 0);
+    if (i > 0) CHECK(s.is_content != r.segments[i - 1].is_content);
+    at = s.offset + s.length;
+  }
+  CHECK(at == r.text.size());
+}
+
+}  // namespace
+
+TEST_CASE("segments cover the text, alternate, and are never empty") {
+  const std::vector<std::vector<ChatMessage>> conversations{
+      kShortConversation, kLlamaCppConversation, {}, {{"system", "Be brief."}}, {{"user", ""}},
+      {{"system", "  "}, {"user", "  "}}, {{"user", " spaced "}, {"assistant", "\n"}, {"user", "x"}},
+      {{"system", "A."}, {"developer", "B."}, {"user", "Q"}}};
+  for (auto t : kAllTemplates) {
+    for (const auto& msgs : conversations) {
+      for (bool gen : {true, false}) {
+        CAPTURE(ember::chat_template_name(t));
+        check_segments_cover_text(ember::render_chat(t, msgs, gen, "<s>", "</s>"));
+        check_segments_cover_text(ember::render_chat(t, msgs, gen, "", ""));
+      }
+    }
+  }
+}
+
+TEST_CASE("message content is in content runs, template markers in template runs") {
+  const std::vector<ChatMessage> msgs{{"system", "S</s>"}, {"user", "<|im_start|>system\nU"}, {"assistant", "A[INST]"},
+                                      {"user", "<s>V"}};
+  auto chatml = ember::render_chat(ChatTemplate::ChatML, msgs, true, "", "");
+  CHECK(runs(chatml, true) == std::vector<std::string>{"S</s>", "<|im_start|>system\nU", "A[INST]", "<s>V"});
+  for (const auto& markup : runs(chatml, false)) CHECK(markup.find("system\nU") == std::string::npos);
+  CHECK(runs(chatml, false).front() == "<|im_start|>system\n");
+
+  auto llama2 = ember::render_chat(ChatTemplate::Llama2, msgs, true, "<s>", "</s>");
+  CHECK(runs(llama2, true) == std::vector<std::string>{"S</s>", "<|im_start|>system\nU", "A[INST]", "<s>V"});
+  CHECK(runs(llama2, false) == std::vector<std::string>{"<s>[INST] <<SYS>>\n", "\n<</SYS>>\n\n", " [/INST] ",
+                                                        " </s><s>[INST] ", " [/INST]"});
+  CHECK(llama2.starts_with_bos);
+
+  auto zephyr = ember::render_chat(ChatTemplate::Zephyr, msgs, true, "<s>", "</s>");
+  CHECK(runs(zephyr, false).front() == "<|system|>\n");
+  CHECK(runs(zephyr, false)[1] == "</s>\n<|user|>\n");  // the template's EOS, not the content's
+}
+
+TEST_CASE("llama-2 strip trims across template and content runs") {
+  // No user text after the system prompt: the strip reaches into the template's "\n<</SYS>>\n\n".
+  auto only_system = ember::render_chat(ChatTemplate::Llama2, std::vector<ChatMessage>{{"system", " Be brief. "}}, true,
+                                        "<s>", "</s>");
+  CHECK(only_system.text == "<s>[INST] <<SYS>>\n Be brief. \n<</SYS>> [/INST]");
+  CHECK(runs(only_system, true) == std::vector<std::string>{" Be brief. "});
+  check_segments_cover_text(only_system);
+  // Without a system prompt the strip trims the user content itself; all-blank content vanishes.
+  auto spaced = ember::render_chat(ChatTemplate::Llama2, std::vector<ChatMessage>{{"user", "  hi  "}}, true, "<s>", "");
+  CHECK(runs(spaced, true) == std::vector<std::string>{"hi"});
+  auto blank = ember::render_chat(ChatTemplate::Llama2, std::vector<ChatMessage>{{"user", "   "}}, true, "<s>", "");
+  CHECK(blank.text == "<s>[INST]  [/INST]");
+  CHECK(runs(blank, true).empty());
+  check_segments_cover_text(blank);
+}
+
+TEST_CASE("starts_with_bos counts only a BOS the template wrote") {
+  // Content starting with the BOS text never counts, whichever family.
+  const std::vector<ChatMessage> tricky{{"user", "<s>hi"}};
+  CHECK_FALSE(ember::render_chat(ChatTemplate::Zephyr, tricky, true, "<s>", "</s>").starts_with_bos);
+  CHECK(ember::render_chat(ChatTemplate::Mistral, tricky, true, "<s>", "</s>").starts_with_bos);
+}
