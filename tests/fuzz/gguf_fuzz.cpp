@@ -1,8 +1,6 @@
 // libFuzzer target for the GGUF reader: any input must either open or throw GgufError / IoError;
-// a crash, hang, sanitizer report or other exception is a bug. Not part of the CMake test build.
-// Build (from the repo root):
-//   clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -I. tests/fuzz/gguf_fuzz.cpp \
-//     io/*.cpp core/gguf/*.cpp core/tensor/ggml_type.cpp -o /tmp/gguf_fuzz && /tmp/gguf_fuzz -max_len=4096
+// a crash, hang, sanitizer report or other exception is a bug. Built by CMake with -DEMBER_FUZZ=ON (as
+// fuzz_gguf; clang only); run by tests/fuzz/run.sh with its seed corpus in tests/fuzz/corpus/gguf/.
 #include <sys/mman.h>
 #include <unistd.h>
 
