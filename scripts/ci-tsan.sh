@@ -11,7 +11,8 @@
 # It builds only test_io, test_cache, test_kernels, test_model, test_server and the `ember` CLI
 # (RelWithDebInfo, so the reports carry file:line), runs each test binary with
 #   TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=tests/tsan.supp
-# and then, when python3 and the stories260K fixture are there, runs a short soak
+# and then, when python3 and the stories260K fixture are there, runs a short soak (-t 2,
+# --io-threads 2: pool workers and two Asio threads)
 # (tests/soak/soak.py, concurrent streams with disconnects) against build-tsan/ember, whose
 # reports go to the daemon's stderr (the soak fails when the daemon dies of one).
 #
@@ -113,7 +114,7 @@ if [ "$soak_seconds" -gt 0 ] && command -v python3 >/dev/null 2>&1 &&
   # RSS under TSan includes its shadow memory and history: the RSS bound is loosened; the daemon's
   # stderr (and so every report) is kept in the log by --daemon-log.
   EMBER_BINARY="$build_dir/ember" EMBER_FIXTURES="$fixtures" "${norandom[@]}" \
-    python3 tests/soak/soak.py --seconds "$soak_seconds" --clients 8 --rss-bound-mib 512 \
+    python3 tests/soak/soak.py --seconds "$soak_seconds" --clients 8 --threads 2 --io-threads 2 --rss-bound-mib 512 \
       --daemon-log "$logs/soak-daemon.log" --startup-timeout 120 >"$log" 2>&1
   rc=$?
   t1=$(date +%s)

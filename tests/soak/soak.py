@@ -55,6 +55,7 @@ import sys
 import threading
 import time
 
+sys.dont_write_bytecode = True  # no __pycache__/ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 
@@ -329,6 +330,8 @@ def main():
     ap.add_argument("--seed", type=int, default=None, help="random seed (default: time)")
     ap.add_argument("--daemon-log", default=None, help="keep the daemon's output in this file")
     ap.add_argument("--startup-timeout", type=float, default=30.0, help="seconds to wait for /health")
+    ap.add_argument("--threads", type=int, default=1, help="ember serve -t (default 1)")
+    ap.add_argument("--io-threads", type=int, default=1, help="ember serve --io-threads (default 1)")
     args = ap.parse_args()
 
     harness.skip_unless_ready()
@@ -336,8 +339,8 @@ def main():
     rng = random.Random(seed)
     failures = []
 
-    daemon = harness.Daemon(["--parallel", str(args.parallel), "--queue", "64"],
-                            log_path=args.daemon_log, ready_timeout=args.startup_timeout)
+    daemon = harness.Daemon(["--parallel", str(args.parallel), "--queue", "64", "--io-threads", str(args.io_threads)],
+                            log_path=args.daemon_log, ready_timeout=args.startup_timeout, threads=args.threads)
     if args.daemon_log and os.path.exists(args.daemon_log):
         os.unlink(args.daemon_log)
     t_start = time.monotonic()
@@ -404,22 +407,22 @@ def main():
             for ep in ENDPOINTS:
                 grew = harness.http_requests_total(m1, ep, 200) - harness.http_requests_total(m0, ep, 200)
                 if grew < stats.completed[ep]:
-                    failures.append(f'ember_http_requests_total{{endpoint="{ep}",status="200"}} grew by {grew:g} '
+                    failures.append(f'ember_http_requests_total{{endpoint="{ep}",status="200"}} grew by {grew:.0f} '
                                     f"< {stats.completed[ep]} completed")
             jobs = d("ember_jobs_completed_total") + d("ember_jobs_cancelled_total") + d("ember_jobs_failed_total")
             if jobs < completed_total + stats.mid_stream_with_header:
-                failures.append(f"jobs completed+cancelled+failed grew by {jobs:g} < {completed_total} completed + "
+                failures.append(f"jobs completed+cancelled+failed grew by {jobs:.0f} < {completed_total} completed + "
                                 f"{stats.mid_stream_with_header} streams left mid-way")
             if d("ember_jobs_completed_total") < completed_total:
-                failures.append(f"ember_jobs_completed_total grew by {d('ember_jobs_completed_total'):g} "
+                failures.append(f"ember_jobs_completed_total grew by {d('ember_jobs_completed_total'):.0f} "
                                 f"< {completed_total} completed")
             if d("ember_jobs_failed_total") != 0:
-                failures.append(f"ember_jobs_failed_total grew by {d('ember_jobs_failed_total'):g}")
+                failures.append(f"ember_jobs_failed_total grew by {d('ember_jobs_failed_total'):.0f}")
             if d("ember_generated_tokens_total") < stats.usage_completion:
-                failures.append(f"ember_generated_tokens_total grew by {d('ember_generated_tokens_total'):g} "
+                failures.append(f"ember_generated_tokens_total grew by {d('ember_generated_tokens_total'):.0f} "
                                 f"< {stats.usage_completion} completion tokens reported in usage")
             if d("ember_prompt_tokens_total") < stats.usage_prompt:
-                failures.append(f"ember_prompt_tokens_total grew by {d('ember_prompt_tokens_total'):g} "
+                failures.append(f"ember_prompt_tokens_total grew by {d('ember_prompt_tokens_total'):.0f} "
                                 f"< {stats.usage_prompt} prompt tokens reported in usage")
             if stats.mid_stream_with_header >= 20 and d("ember_jobs_cancelled_total") == 0:
                 failures.append(f"{stats.mid_stream_with_header} streams left mid-way, "
@@ -460,10 +463,10 @@ def main():
               f"slowest reader request {stats.max_latency:.2f} s")
         if alive and m1:
             print("  metrics delta: "
-                  f"jobs completed {m1.get('ember_jobs_completed_total', 0) - m0.get('ember_jobs_completed_total', 0):g}, "
-                  f"cancelled {m1.get('ember_jobs_cancelled_total', 0) - m0.get('ember_jobs_cancelled_total', 0):g}, "
-                  f"failed {m1.get('ember_jobs_failed_total', 0) - m0.get('ember_jobs_failed_total', 0):g}; "
-                  f"generated tokens {m1.get('ember_generated_tokens_total', 0) - m0.get('ember_generated_tokens_total', 0):g} "
+                  f"jobs completed {m1.get('ember_jobs_completed_total', 0) - m0.get('ember_jobs_completed_total', 0):.0f}, "
+                  f"cancelled {m1.get('ember_jobs_cancelled_total', 0) - m0.get('ember_jobs_cancelled_total', 0):.0f}, "
+                  f"failed {m1.get('ember_jobs_failed_total', 0) - m0.get('ember_jobs_failed_total', 0):.0f}; "
+                  f"generated tokens {m1.get('ember_generated_tokens_total', 0) - m0.get('ember_generated_tokens_total', 0):.0f} "
                   f"(usage seen {stats.usage_completion})")
         print(f"  RSS MiB: start {mib(rss_start)}, after warm-up {mib(rss_warm)}, during min "
               f"{mib(min(rss_samples) if rss_samples else None)} max {mib(max(rss_samples) if rss_samples else None)}, "
