@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Decode speed of Ember's sparse (predictor) path on a pack under a memory budget (issue 5): the
+# Decode speed of Ember's sparse (predictor) path on a pack under a memory budget: the
 # neuron cache's hit rate, bytes read per token, peak RSS against budget + KV cache + a stated
 # fixed overhead, io_uring against the pread pool, and the read throughput achieved against fio
 # random reads of the same block size and queue depth on the same file. A benchmark, not a test:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Ember against llama.cpp under the same memory cap (issue 6): decode tokens/s, time to first token,
+# Ember against llama.cpp under the same memory cap: decode tokens/s, time to first token,
 # peak RSS and bytes read from disk of llama.cpp (dense), Ember dense and Ember sparse (predictor,
 # neuron cache under --memory-budget) with the whole process, page cache included, confined by a
 # cgroup v1 memory limit. A benchmark, not a test: it writes results.json, table.md and gnuplot

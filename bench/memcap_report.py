@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Tables, results.json and plots of a bench/memcap_bench.sh run (issue 6).
+"""Tables, results.json and plots of a bench/memcap_bench.sh run.
 
 usage: bench/memcap_report.py OUT_DIR
 
@@ -25,7 +25,7 @@ VARIANT_TEXT = {
     ("ember-sparse", "all-in-RAM"): "pack all in RAM",
     ("ember-sparse", "budget"): "pack, --memory-budget",
 }
-# Issue 6's goals: (description, engine, cap, minimum ratio of its decode tok/s to llama.cpp's best at that cap).
+# The memory-cap goals: (description, engine, cap, minimum ratio of its decode tok/s to llama.cpp's best at that cap).
 GOALS = [
     ("50% cap: Ember sparse >= 10x llama.cpp", "ember-sparse", "50%", 10.0),
     ("unlimited: Ember sparse >= 2.5x llama.cpp dense", "ember-sparse", "unlimited", 2.5),
@@ -262,7 +262,7 @@ def table(rows, best, settings, machine, fio, check_runs, goal_list):
             else:
                 lines.append(f"- {what}: {failure_text(r)}")
     lines.append("")
-    lines.append("Goals (issue 6):")
+    lines.append("Goals (memory-cap benchmark):")
     lines.append("")
     for g in goal_list:
         ratio = f" {g['ratio']:.2f}x ({g['text']})" if g["ratio"] is not None else ""

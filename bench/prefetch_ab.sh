@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 5's prefetch experiment as an A/B benchmark: Ember's sparse decode under a memory budget
+# The prefetch experiment as an A/B benchmark: Ember's sparse decode under a memory budget
 # with prefetching (the default: each layer's predicted bundles are read, from the residual
 # entering the layer, while its attention runs) and without (--no-prefetch). This VM's disk
 # drifts several-fold over minutes, so the two variants run back to back as a pair, for every

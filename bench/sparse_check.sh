@@ -4,7 +4,7 @@
 # predictor's KL / top-1 against dense on generated text (`ember eval --compare-dense`). Slower
 # than a unit test (models of ~0.8 GB), so a script; tests/sparse and tests/pack cover the tiny
 # models. Prints one line per comparison and exits 1 if oracle or dense differ anywhere.
-# With --budgets, the pack also runs under memory budgets (issue 5: 100%, 50% and the smallest the
+# With --budgets, the pack also runs under memory budgets (100%, 50% and the smallest the
 # planner accepts, io_uring and pread), dense and predictor, and must give exactly the tokens of
 # the same mode all in RAM.
 #

@@ -463,7 +463,7 @@ void EngineWorker::finish(Slot& slot, std::exception_ptr error) {
   GenerationStats stats = slot.seq ? slot.seq->stats() : cancelled_stats(job);
   if (slot.seq) account(slot);
   // Not after a failed job: its error may be a failing disk, and a re-plan that cannot read its hot
-  // neurons leaves no cache at all (see maybe_replan); the next good job triggers it instead.
+  // neurons leaves a cache without hot neurons (see maybe_replan); the next good job triggers it instead.
   if (offload_ && !error && options_.replan_tokens > 0 && decoded_since_replan_ >= options_.replan_tokens) {
     replan_due_ = true;
   }

@@ -167,9 +167,6 @@ class EngineWorker {
   uint64_t decoded_since_replan_ = 0; // engine thread only
   bool replan_due_ = false;           // engine thread only: a job finished past replan_tokens
   uint64_t replan_runs_ = 0, replan_failures_ = 0;  // engine thread; published under mu_
-  // Engine thread: why the neuron cache is unusable ("" while it is fine). A re-plan that fails
-  // part-way (its hot neurons could not be read) leaves OffloadedFfn without a cache; later jobs
-  // then fail with this instead of touching it.
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

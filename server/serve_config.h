@@ -38,7 +38,7 @@ struct ServeConfig {
   double sparsity = 0.0;              // 0: off; else the threshold mode skipping this fraction
   std::string sparse_profile;         // per-layer thresholds from `ember profile`; empty: none
   bool sparse_stats = false;          // also count recall/precision (a dense gate per token: slower)
-  // "memory" section: a memory budget for neuron-bundle packs (issue 5; core/cache/README.md).
+  // "memory" section: a memory budget for neuron-bundle packs (core/cache/README.md).
   std::string memory_budget;          // SIZE ("2G", "512M") or "P%" of the model file; empty: all in RAM
   std::string io_backend = "auto";    // auto, uring, pread: how cold bundles are read
   bool prefetch = true;               // read each layer's predicted bundles before its attention

@@ -18,7 +18,7 @@ struct ModelOptions {
   int64_t batch = 512;
   bool no_mmap = false;
   bool no_repack = false;
-  // Issue 5: --memory-budget SIZE|P% (packs only) and --io-backend auto|uring|pread.
+  // Memory budget: --memory-budget SIZE|P% (packs only) and --io-backend auto|uring|pread.
   std::string memory_budget;
   std::string io_backend = "auto";
   bool no_prefetch = false;  // --no-prefetch: OffloadOptions::prefetch off

@@ -27,7 +27,7 @@ uint64_t peak_rss_bytes();
 
 // decode_tokens_per_s, prefill_tokens_per_s, ttft_ms, cache_hit_rate, bytes_read_per_token,
 // io_read_mib_per_s, io_wait_ms_per_token, read_block_bytes_mean, peak_rss_bytes, budget_bytes,
-// resident_bytes, kv_cache_bytes, scratch_bytes, io_backend, queue_depth, ... (README, issue 5).
+// resident_bytes, kv_cache_bytes, scratch_bytes, io_backend, queue_depth, ... (README, "Memory budget").
 nlohmann::json stats_json(const Model& model, const InferenceContext& ctx, const RunFigures& f);
 // A few lines for a person, from stats_json().
 void print_stats(const nlohmann::json& stats, std::FILE* out);

@@ -1,5 +1,5 @@
 #pragma once
-// Live activation statistics for online adaptation (issue 5): per layer, how often each bundle
+// Live activation statistics for online adaptation: per layer, how often each bundle
 // was in the predictor's active list, with exponential decay so that recent traffic dominates.
 // Its frequencies, fitted to the pack's prefix order (prefix_frequencies.h), are what a periodic
 // re-plan of the hot set feeds to plan_budget; tracker_file.h saves it on shutdown and reloads it

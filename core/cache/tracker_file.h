@@ -1,7 +1,7 @@
 #pragma once
 // Saving and loading an ActivationTracker, so a restarted daemon starts with the traffic
-// statistics it had (issue 5: "the profile is saved atomically on shutdown and reloaded at
-// start"). The file is tied to one model by a TrackerIdentity; a file written for another model
+// statistics it had (the counts are saved atomically on shutdown and reloaded at
+// start). The file is tied to one model by a TrackerIdentity; a file written for another model
 // (or another pack of the same model: the bundle order differs) is refused, and the caller falls
 // back to seeding from the pack's offline frequencies.
 //

@@ -75,12 +75,12 @@ class InferenceContext {
   // y = down(h) for n tokens: the matmul, or on a pack (no ffn_down matrix) the neuron-major rows.
   void ffn_down(const LayerWeights& L, const float* h, int64_t n, float* y);
   void setup_sparse(const SparseOptions& options);
-  // The FFN of a decode step in the sparse mode: xb_ row 0 (normed) and x_ row 0 (residual, for
-  // the predictor) -> tmp_ row 0.
   // Layer l's predictor on x_ (the residual stream) into active_; returns the count.
   int64_t predict_layer(int64_t l, const LayerWeights& L);
   // Decode steps with OffloadOptions::prefetch: start reading layer l's predicted bundles.
   void prefetch_layer(int64_t l, const LayerWeights& L, SparseLayerStats* st);
+  // The FFN of a decode step in the sparse mode: xb_ row 0 (normed) and x_ row 0 (residual, for
+  // the predictor) -> tmp_ row 0.
   void ffn_decode_sparse(int64_t layer, const LayerWeights& L, SparseLayerStats& stats);
   // xb_ rows [first, first + m) -> tmp_ rows: the dense FFN (gate, up, activation, down).
   void ffn_dense(int64_t layer, const LayerWeights& L, int64_t first, int64_t m);

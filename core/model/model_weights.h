@@ -58,7 +58,7 @@ class ModelWeights {
   // (Q4_0), which roughly doubles decode speed at the cost of that much extra memory, as
   // llama.cpp's CPU weight repacking does.
   // offload_bundles (packs only): bind everything except the FFN bundles, which stay on storage
-  // and are read through the neuron cache (the memory budget of issue 5); with Mmap, matrices that
+  // and are read through the neuron cache (the memory budget); with Mmap, matrices that
   // were repacked give their mapped pages back, so only the repacked copy counts.
   // checkpoint (may be empty) runs before each tensor's data is bound, and may throw to abandon.
   ModelWeights(const gguf::GgufFile& file, const ModelConfig& config, WeightLoad load, bool repack,

@@ -70,7 +70,7 @@ OffloadedFfn::OffloadedFfn(const gguf::GgufFile& file, const ModelConfig& c, con
   if (!choice.fallback_reason.empty()) warnings_.push_back(choice.fallback_reason);
 
   // Buffers for I/O: the fetcher's staging and two stream chunks. Like the KV cache and the
-  // compute scratch they are outside the budget (issue 5: the budget caps resident model bytes)
+  // compute scratch they are outside the budget (the budget caps resident model bytes)
   // and reported apart (io_buffer_bytes).
   chunk_neurons_ = stream_chunk_neurons(o.stream_chunk_bytes, bundle_bytes_, F);
   const uint64_t stream_bytes = align_up(static_cast<uint64_t>(chunk_neurons_) * bundle_bytes_, kAlign) + 2 * kAlign;

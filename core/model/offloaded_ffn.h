@@ -1,5 +1,5 @@
 #pragma once
-// A pack's FFN layers run with their bundles on storage, under a memory budget (issue 5).
+// A pack's FFN layers run with their bundles on storage, under a memory budget.
 //
 // At load: plan the budget (core/cache/budget_planner.h: the weights that stay resident, each
 // layer's hot prefix by the pack's activation frequencies, a pool of cold slots), read the hot
@@ -121,7 +121,7 @@ class OffloadedFfn {
   OffloadStats stats() const;
   void reset_stats();
 
-  // Online adaptation (issue 5). Every sparse step records its active list in a tracker with
+  // Online adaptation. Every sparse step records its active list in a tracker with
   // exponential decay, seeded with the pack's offline frequencies. replan() plans the budget again
   // from the live frequencies and, when the hot prefixes change, rebuilds the cache (the old one is
   // freed first, so memory never holds both) and reads the new hot prefixes: call it between

@@ -9,8 +9,8 @@
 // Q4_0 down matrices; 1b: 22 * 5632 * 2048 * 2 = 0.51 GB), on top of the original weights, which
 // the dense prefill still uses. F16 holds Q4_0/Q8_0 values d*q to 11 significant bits (relative
 // error <= 2^-12), far below the error of the Q8_0 rounding the dense path applies to activations,
-// so sparse results stay within float tolerance of dense ones. The neuron-bundle packs (issue 4,
-// `ember pack`) replace this copy by down columns in the model's own type.
+// so sparse results stay within float tolerance of dense ones. The neuron-bundle packs
+// (`ember pack`) replace this copy by down columns in the model's own type.
 #include <cstdint>
 #include <vector>
 

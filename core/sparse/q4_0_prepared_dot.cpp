@@ -188,7 +188,7 @@ __attribute__((target(EMBER_VNNI512))) float dot_vnni512(const void* row, const 
 
 // Any number of rows: groups of 8, then 4, 2, 1 (8 rows keep 16 accumulators and the shared input
 // in the 32 vector registers).
-// Does not request the rows ahead: not measured on an AVX-512 host yet (see NOTES.md).
+// Does not request the rows ahead: not measured on an AVX-512 host yet (docs/limitations.md).
 __attribute__((target(EMBER_VNNI512))) void dot_rows_vnni512_any(const void* const* rows, int n,
                                                                  const Q4PreparedInput& x, float* out, RowsAhead) {
   const auto* w = reinterpret_cast<const block_q4_0* const*>(rows);

@@ -22,16 +22,13 @@ inline constexpr int64_t kMaxChunks = 8;
 inline constexpr int64_t kMinChunkNeurons = 16;  // below this a chunk is not worth its partial's zeroing
 inline constexpr int64_t kMinStrip = 64;         // reduction: output dims per strip at least
 // Listed neurons computed together: their Q4_0 gate, then up rows through dot_q4_0_prepared_rows
-// and their down rows through axpy_q4_0_rows. Rows at random addresses streaming 8 side by side
-// instead of one at a time: 31.5 -> 21 ms per token for the mistral-7b kernel (dev VM,
-// ember-sparse-kernel-bench; 4 at a time gave 24.5).
+// and their down rows through axpy_q4_0_rows. Rows at random addresses are latency-bound; 8 streams
+// side by side keep more reads in flight than one (measurements: docs/performance.md).
 inline constexpr int64_t kDotGroup = 8;
 // While a group is computed, the first kGroupPrefetchBytes of each gate row of the next group are
 // requested: each row starts at a random address, and its first lines would otherwise be waited
-// for when the group starts (the hardware prefetcher follows a row once it streams). Zen 2, mistral-7b
-// kernel bench: 25.7 -> 24.6 ms per token with 256 bytes (4 lines); 8 lines no better, 16 worse.
-// Still worth it next to the paced requests of RowsAhead (which start at the same lines a little
-// later): removing it gave 26.0 -> 27.1 ms in 4 of 5 alternating pairs.
+// for when the group starts (the hardware prefetcher follows a row once it streams). Kept next to
+// RowsAhead's paced requests; sizes measured in docs/performance.md.
 inline constexpr uint64_t kGroupPrefetchBytes = 256;
 inline void prefetch_row_head(const void* row) {
   const auto* p = static_cast<const char*>(row);

@@ -1,4 +1,4 @@
-// api/openapi.yaml itself: an OpenAPI 3.1 document that describes every endpoint of the issue,
+// api/openapi.yaml itself: an OpenAPI 3.1 document that describes every endpoint the daemon serves,
 // whose references resolve and whose schemas compile in strict JSON Schema 2020-12.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';

@@ -1,4 +1,4 @@
-// A pack run under a memory budget (issue 5): the FFN bundles read on demand through the neuron
+// A pack run under a memory budget: the FFN bundles read on demand through the neuron
 // cache give the same floats as the all-in-RAM pack at every budget and with both I/O backends,
 // and an I/O error fails the step that hit it while the cache stays usable.
 #include <doctest/doctest.h>

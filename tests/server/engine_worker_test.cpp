@@ -443,7 +443,7 @@ struct PackCopy {
 
 }  // namespace
 
-// The crash: under a memory budget the pack is truncated while the engine serves. The
+// A past crash: under a memory budget the pack is truncated while the engine serves. The
 // prompt's embeddings are read on the pool's threads (2 here); a failed read there used to be
 // std::terminate. Now the job fails with cache::FetchError (the daemon's 500 model_read_failed),
 // the next job fails the same way, and once the file is whole again the engine answers as before:

@@ -1,4 +1,4 @@
-// `ember serve` under a memory budget (issue 5), in process: a daemon on a tiny dReLU pack answers
+// `ember serve` under a memory budget, in process: a daemon on a tiny dReLU pack answers
 // exactly as without a budget; a failed read fails only its request (the next one is right and
 // /health stays ok); the neuron-cache metrics; the activation counts saved at stop, loaded at the
 // next start, re-planned between jobs. The "memory" config section's rules are checked here too.

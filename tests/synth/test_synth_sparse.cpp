@@ -204,7 +204,7 @@ TEST_CASE("the design's power law: hottest 20% of neurons carry most of the targ
   CHECK(normal_upper_quantile(0.1) == doctest::Approx(1.2816).epsilon(1e-3));
 }
 
-// The measurement the issue asks for: real arithmetic on the written weights.
+// The sparsity measured by real arithmetic on the written weights.
 TEST_CASE("drelu and relu synth models are ~90% sparse, power-law, and predictable") {
   struct Case { FfnActivation act; GgmlType type; std::string name; };
   for (const Case& c : {Case{FfnActivation::DReLU, GgmlType::Q4_0, "drelu Q4_0"}, Case{FfnActivation::DReLU, GgmlType::Q8_0, "drelu Q8_0"},

@@ -139,7 +139,7 @@ TEST_CASE("ember serve under a budget: activation counts saved on SIGTERM, loade
   CHECK(d.terminate() == 0);
 }
 
-// The issue's crash, end to end: `ember serve` on a pack under a budget, with two threads (the
+// A past crash, end to end: `ember serve` on a pack under a budget, with two threads (the
 // prompt's embeddings are read on the pool), and the pack truncated to 20,000 bytes while it
 // serves. Before the fix the daemon died (SIGABRT from an io::IoError thrown in a pool worker, or
 // SIGSEGV) at the first request. Now each request gets an HTTP answer, 500 model_read_failed

@@ -1,5 +1,5 @@
 // Assertions shared by the test files: OpenAI error answers and whole streams, each checked
-// against api/openapi.yaml as well as against the behaviour the issue asks for.
+// against api/openapi.yaml as well as against the behaviour the daemon documents.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { emberBinary, modelPath } from './env.mjs';
