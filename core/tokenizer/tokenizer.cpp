@@ -55,7 +55,14 @@ std::vector<int32_t> Tokenizer::encode_segments(std::span<const TextSegment> seg
   for (const TextSegment& s : segments) {
     const size_t base = joined.size();
     joined += s.text;
-    split_special(*vocab_, s.text, s.parse_special, pieces);
+    if (s.parse_special) {
+      split_special(*vocab_, s.text, /*parse_special=*/true, pieces);
+    } else {
+      // Content is plain text through and through: not even user-defined tokens are cut out of
+      // it (plain encode() does cut those, as llama.cpp does), since a vocabulary may type its
+      // turn markers user-defined and a user's text must never produce one.
+      pieces.assign(1, Fragment{-1, 0, s.text.size()});
+    }
     for (Fragment f : pieces) {
       if (f.token >= 0) {
         fragments.push_back(f);

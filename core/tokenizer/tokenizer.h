@@ -45,11 +45,12 @@ class Tokenizer {
   // add_eos_token). parse_special: control-token texts such as "<s>" in `text` become those tokens;
   // user-defined tokens are always matched whole, as llama.cpp does.
   std::vector<int32_t> encode(std::string_view text, bool add_special, bool parse_special) const;
-  // encode() of the segments' concatenation, where each segment has its own parse_special: a chat
-  // prompt's template markers are special tokens, its message content never is (else a user could
-  // write "</s>" and end the turn). Raw text on both sides of a segment boundary is tokenized as one
-  // piece, so when only parse_special segments hold control-token texts the ids equal
-  // encode(concatenation, add_special, true): marking content plain changes nothing else.
+  // encode() of the segments' concatenation, where each segment has its own rule: a chat prompt's
+  // template markers (parse_special) are special tokens; its message content (!parse_special) is
+  // plain text through and through, no special-token text in it becomes a token, user-defined ones
+  // included (else a user could write "</s>" or a turn marker and end the turn). Raw text on both
+  // sides of a segment boundary is tokenized as one piece, so when only parse_special segments hold
+  // special-token texts the ids equal encode(concatenation, add_special, true).
   std::vector<int32_t> encode_segments(std::span<const TextSegment> segments, bool add_special) const;
 
   // The bytes of one token; control tokens give "" unless render_special. Throws TokenizerError on

@@ -74,12 +74,18 @@ TEST_CASE("segments: raw text across a segment boundary is one piece") {
   CHECK(tok.encode_segments(with_empty, false) == tok.encode("abcd", false, true));
 }
 
-TEST_CASE("segments: user-defined tokens split in every segment, as in plain encode") {
+TEST_CASE("segments: user-defined tokens are tokens in template text, never in content") {
   const Tokenizer tok = small_tokenizer();
   const int32_t user = id_of(tok, "<|user|>");
+  // Plain encode() cuts user-defined tokens out even without parse_special (llama.cpp's rule) ...
+  CHECK(contains(tok.encode("<|user|>a", false, false), user));
+  // ... but a vocabulary may type its turn markers user-defined: in content they stay text.
   const std::vector<TextSegment> content{{"<|user|>a", false}};
-  CHECK(tok.encode_segments(content, false) == tok.encode("<|user|>a", false, false));
-  CHECK(contains(tok.encode_segments(content, false), user));
+  CHECK_FALSE(contains(tok.encode_segments(content, false), user));
+  const std::vector<TextSegment> marker{{"<|user|>", true}, {"a<|user|>", false}};
+  const auto ids = tok.encode_segments(marker, false);
+  CHECK(std::count(ids.begin(), ids.end(), user) == 1);
+  CHECK(ids.front() == user);
 }
 
 TEST_CASE("segments: add_special and no segments") {
