@@ -1,6 +1,6 @@
 // libFuzzer target for the GGUF reader: any input must either open or throw GgufError / IoError;
 // a crash, hang, sanitizer report or other exception is a bug. Built by CMake with -DEMBER_FUZZ=ON (as
-// fuzz_gguf; clang only); run by tests/fuzz/run.sh with its seed corpus in tests/fuzz/corpus/gguf/.
+// fuzz_gguf; clang only); run by tests/fuzz/run.sh on the seeds tests/fuzz/seeds/make_gguf_seeds.py writes.
 #include <sys/mman.h>
 #include <unistd.h>
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Runs every libFuzzer target of a fuzz build (cmake -DEMBER_FUZZ=ON, clang) on its committed seed
-# corpus: first each seed once (the regression inputs: every crash ever found is kept there), then
-# a bounded fuzzing session per target, two targets at a time. New inputs go to a scratch copy of
+# Runs every libFuzzer target of a fuzz build (cmake -DEMBER_FUZZ=ON, clang) on its seeds (the
+# committed corpus plus generated binary seeds, see seed_dir): first each seed once (the regression
+# inputs: every crash ever found is kept there), then a bounded fuzzing session per target, two
+# targets at a time. New inputs go to a scratch copy of
 # the corpus, never into the repository; a crash leaves its input under $EMBER_FUZZ_ARTIFACTS
 # (default: a temporary folder) and makes this script fail.
 #
@@ -25,18 +26,28 @@ if ((${#targets[@]} == 0)); then
   exit 1
 fi
 
+# A target's seeds: its committed corpus, plus what tests/fuzz/seeds/make_NAME_seeds.py writes
+# (binary seeds such as GGUF files are generated, not committed).
+seed_dir() {
+  local name="$1" dir="$scratch/seeds-$1"
+  mkdir -p "$dir"
+  [ -d "$here/corpus/$name" ] && cp -r "$here/corpus/$name/." "$dir/"
+  [ -f "$here/seeds/make_${name}_seeds.py" ] && python3 "$here/seeds/make_${name}_seeds.py" "$dir"
+  echo "$dir"
+}
+
 run_target() {
-  local bin="$1" name corpus log
+  local bin="$1" name seeds corpus log
   name="$(basename "$bin")"
   name="${name#fuzz_}"
+  seeds="$(seed_dir "$name")"
   corpus="$scratch/$name"
   log="$scratch/$name.log"
   mkdir -p "$corpus"
-  [ -d "$here/corpus/$name" ] && cp -r "$here/corpus/$name/." "$corpus/"
-  # Regression: every committed input once.
-  if [ -n "$(ls -A "$here/corpus/$name" 2>/dev/null)" ] &&
-     ! "$bin" -runs=0 "$here/corpus/$name" >"$log" 2>&1; then
-    echo "fuzz: $name FAILED on its committed corpus"; tail -40 "$log"; return 1
+  cp -r "$seeds/." "$corpus/"
+  # Regression: every seed once.
+  if [ -n "$(ls -A "$seeds")" ] && ! "$bin" -runs=0 "$seeds" >"$log" 2>&1; then
+    echo "fuzz: $name FAILED on its seeds"; tail -40 "$log"; return 1
   fi
   # Fuzzing: bounded in time, memory (-rss_limit_mb) and per-input time (-timeout).
   if ! "$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
