@@ -120,15 +120,20 @@ struct PendingSystem {
   }
 };
 
+// One turn of the "header, role, header end, content, turn end" families: everything but the
+// content is template markup.
+void role_turn(ChatText& out, std::string_view open, Role role, std::string_view close, std::string_view content,
+               std::string_view end) {
+  out.markup(open);
+  out.markup(role_name(role));
+  out.markup(close);
+  out.content(content);
+  out.markup(end);
+}
+
 // <|im_start|>role\ncontent<|im_end|>\n ... <|im_start|>assistant\n
 void render_chatml(ChatText& out, const std::vector<Turn>& turns, bool gen) {
-  for (const auto& t : turns) {
-    out.markup("<|im_start|>");
-    out.markup(role_name(t.role));
-    out.markup("\n");
-    out.content(t.content);
-    out.markup("<|im_end|>\n");
-  }
+  for (const auto& t : turns) role_turn(out, "<|im_start|>", t.role, "\n", t.content, "<|im_end|>\n");
   if (gen) out.markup("<|im_start|>assistant\n");
 }
 
@@ -136,11 +141,7 @@ void render_chatml(ChatText& out, const std::vector<Turn>& turns, bool gen) {
 void render_llama3(ChatText& out, const std::vector<Turn>& turns, bool gen, std::string_view bos) {
   if (!turns.empty()) out.markup(bos);
   for (const auto& t : turns) {
-    out.markup("<|start_header_id|>");
-    out.markup(role_name(t.role));
-    out.markup("<|end_header_id|>\n\n");
-    out.content(trim(t.content));
-    out.markup("<|eot_id|>");
+    role_turn(out, "<|start_header_id|>", t.role, "<|end_header_id|>\n\n", trim(t.content), "<|eot_id|>");
   }
   if (gen) out.markup("<|start_header_id|>assistant<|end_header_id|>\n\n");
 }
@@ -148,11 +149,7 @@ void render_llama3(ChatText& out, const std::vector<Turn>& turns, bool gen, std:
 // <|role|>\ncontent EOS\n ... <|assistant|>\n
 void render_zephyr(ChatText& out, const std::vector<Turn>& turns, bool gen, std::string_view eos) {
   for (const auto& t : turns) {
-    out.markup("<|");
-    out.markup(role_name(t.role));
-    out.markup("|>\n");
-    out.content(t.content);
-    out.markup(eos);
+    role_turn(out, "<|", t.role, "|>\n", t.content, eos);
     out.markup("\n");
   }
   if (gen) out.markup("<|assistant|>\n");
@@ -164,11 +161,7 @@ void render_phi3(ChatText& out, const std::vector<Turn>& turns, bool gen, std::s
   out.markup(bos);
   for (const auto& t : turns) {
     if (t.role == Role::System && t.content.empty()) continue;
-    out.markup("<|");
-    out.markup(role_name(t.role));
-    out.markup("|>\n");
-    out.content(t.content);
-    out.markup("<|end|>\n");
+    role_turn(out, "<|", t.role, "|>\n", t.content, "<|end|>\n");
   }
   if (gen) out.markup("<|assistant|>\n");
 }

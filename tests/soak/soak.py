@@ -90,6 +90,19 @@ class Stats:
         with self.lock:
             self.failures.append((kind, msg[:500]))
 
+    def completed_one(self, endpoint, stream, usage, nchunks=0):
+        """A request read to its end and valid; `usage` may be None (a stream without include_usage)."""
+        with self.lock:
+            self.completed[endpoint] += 1
+            if stream:
+                self.completed_stream += 1
+                self.chunks += nchunks
+            else:
+                self.completed_plain += 1
+            if usage:
+                self.usage_prompt += usage["prompt_tokens"]
+                self.usage_completion += usage["completion_tokens"]
+
 
 def make_body(rng, endpoint, stream):
     body = {
@@ -204,24 +217,14 @@ def reader(cid, daemon, deadline, stats, seed, plain_share):
                 if err:
                     stats.fail("stream", f"client {cid} {endpoint}: {err}")
                 else:
-                    with stats.lock:
-                        stats.completed[endpoint] += 1
-                        stats.completed_stream += 1
-                        stats.chunks += nchunks
-                        if usage:
-                            stats.usage_prompt += usage["prompt_tokens"]
-                            stats.usage_completion += usage["completion_tokens"]
+                    stats.completed_one(endpoint, True, usage, nchunks)
             else:
                 res.body = b"".join(conn.body_pieces(res, "POST"))
                 err, usage = check_plain(endpoint, res)
                 if err:
                     stats.fail("plain", f"client {cid} {endpoint}: {err}")
                 else:
-                    with stats.lock:
-                        stats.completed[endpoint] += 1
-                        stats.completed_plain += 1
-                        stats.usage_prompt += usage["prompt_tokens"]
-                        stats.usage_completion += usage["completion_tokens"]
+                    stats.completed_one(endpoint, False, usage)
             lat = time.monotonic() - t0
             with stats.lock:
                 stats.max_latency = max(stats.max_latency, lat)

@@ -19,12 +19,6 @@ using namespace ember::test;
 
 namespace {
 
-int32_t id_of(const Tokenizer& t, const char* text) {
-  auto id = t.find_token(text);
-  REQUIRE_MESSAGE(id.has_value(), text);
-  return *id;
-}
-
 bool contains(const std::vector<int32_t>& ids, int32_t id) {
   return std::find(ids.begin(), ids.end(), id) != ids.end();
 }

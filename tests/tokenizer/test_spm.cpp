@@ -9,16 +9,6 @@
 using ember::Tokenizer;
 using namespace ember::test;
 
-namespace {
-
-int32_t id_of(const Tokenizer& t, const char* text) {
-  auto id = t.find_token(text);
-  REQUIRE_MESSAGE(id.has_value(), text);
-  return *id;
-}
-
-}  // namespace
-
 TEST_CASE("spm: the highest-scoring merge wins, whatever its position") {
   // "ab" outscores "▁a", so "▁" + "a" + "b" merges "ab" first and then "▁ab" is not a token.
   const auto tok = Tokenizer::from_gguf(spm_metadata(small_spm_vocab({{"▁", -1}, {"a", -2}, {"b", -2}, {"▁a", -5}, {"ab", -3}})));
