@@ -67,7 +67,11 @@ class Listener {
  public:
   virtual ~Listener() = default;
   virtual void accept() = 0;
-  virtual void close() = 0;  // on the I/O threads (or before they run)
+  // Runs on the listener's strand once the I/O threads run (close_from_outside), else directly.
+  virtual void close() = 0;
+  // Closes on the listener's strand and waits: the acceptor is not thread-safe, and its accept
+  // handler may be running on another I/O thread at this moment. Never call it on an I/O thread.
+  virtual void close_from_outside() = 0;
   virtual std::string describe() const = 0;
   virtual uint16_t port() const { return 0; }
 };
@@ -75,8 +79,15 @@ class Listener {
 template <class Protocol>
 class ProtocolListener final : public Listener {
  public:
+  // The acceptor and the retry timer live on one strand, so their handlers (which run on them by
+  // default) and close() never run at the same time on two I/O threads.
   ProtocolListener(net::io_context& ioc, ServerState& state, bool check_host)
-      : ioc_(ioc), state_(state), acceptor_(ioc), retry_(ioc), check_host_(check_host) {}
+      : ioc_(ioc),
+        state_(state),
+        strand_(net::make_strand(ioc)),
+        acceptor_(strand_),
+        retry_(strand_),
+        check_host_(check_host) {}
 
   void bind(const typename Protocol::endpoint& endpoint, const std::string& name) {
     name_ = name;
@@ -127,12 +138,22 @@ class ProtocolListener final : public Listener {
     bound_ = false;
   }
 
+  void close_from_outside() override {
+    std::promise<void> closed;
+    net::post(strand_, [this, &closed] {
+      close();
+      closed.set_value();
+    });
+    closed.get_future().wait();
+  }
+
   std::string describe() const override { return description_; }
   uint16_t port() const override { return port_; }
 
  private:
   net::io_context& ioc_;
   ServerState& state_;
+  net::strand<net::io_context::executor_type> strand_;
   typename Protocol::acceptor acceptor_;
   net::steady_timer retry_;
   bool check_host_;
@@ -185,10 +206,24 @@ struct HttpServer::Impl {
     listeners.push_back(std::move(l));
   }
 
+  // Before the I/O threads run (or after they stopped): nothing else touches the listeners.
   void close_listeners() {
     for (auto& l : listeners) l->close();
     boost::system::error_code ignored;
     signals.cancel(ignored);
+  }
+
+  // While the I/O threads run: each listener closes on its own strand; the signal wait is
+  // cancelled on the I/O threads too (its handler never touches the signal_set itself).
+  void close_listeners_while_running() {
+    for (auto& l : listeners) l->close_from_outside();
+    std::promise<void> cancelled;
+    net::post(ioc, [this, &cancelled] {
+      boost::system::error_code ignored;
+      signals.cancel(ignored);
+      cancelled.set_value();
+    });
+    cancelled.get_future().wait();
   }
 
   // Polls until no request is being answered or the deadline passes.
@@ -288,13 +323,7 @@ void HttpServer::stop(std::chrono::milliseconds grace) {
   if (s.threads.empty()) {
     s.close_listeners();  // nothing runs: safe from here
   } else {
-    // Listeners and the signal wait are not thread-safe: close them on the I/O threads.
-    std::promise<void> closed;
-    net::post(s.ioc, [&s, &closed] {
-      s.close_listeners();
-      closed.set_value();
-    });
-    closed.get_future().wait();
+    s.close_listeners_while_running();
     const auto grace_end = std::chrono::steady_clock::now() + grace;
     if (!s.wait_idle(grace_end)) {
       // Out of grace: streams end with an error event, waiting requests with 503.
