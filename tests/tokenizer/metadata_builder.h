@@ -7,16 +7,8 @@
 
 #include "core/gguf/gguf_value.h"
 #include "core/tokenizer/tokenizer.h"
-#include <doctest/doctest.h>
 
 namespace ember::test {
-
-// The id of a token the test's vocabulary must have (a failed REQUIRE otherwise).
-inline int32_t id_of(const Tokenizer& t, const char* text) {
-  auto id = t.find_token(text);
-  REQUIRE_MESSAGE(id.has_value(), text);
-  return *id;
-}
 
 using gguf::Value;
 using gguf::ValueType;

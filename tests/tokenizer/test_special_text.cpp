@@ -12,6 +12,7 @@
 #include "core/tokenizer/tokenizer.h"
 #include "tests/support/fixtures.h"
 #include "tests/tokenizer/metadata_builder.h"
+#include "tests/tokenizer/token_id.h"
 
 using ember::TextSegment;
 using ember::Tokenizer;

@@ -5,6 +5,7 @@
 
 #include "core/tokenizer/tokenizer.h"
 #include "tests/tokenizer/metadata_builder.h"
+#include "tests/tokenizer/token_id.h"
 
 using ember::Tokenizer;
 using namespace ember::test;
