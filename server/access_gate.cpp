@@ -16,7 +16,7 @@ namespace {
 
 Response origin_refused(std::string_view origin, const char* what) {
   return error_response(http::status::forbidden,
-                        std::string(what) + quoted(origin) +
+                        std::string(what) + quote_excerpt(origin) +
                             " are not allowed (the server's cors_origins does not list it)",
                         "invalid_request_error", {}, "cors_origin_not_allowed");
 }
@@ -43,7 +43,7 @@ bool admit(const Request& req, RouteContext& ctx, Responder& out) {
     const auto host = header(req, http::field::host);
     if (!host_header_allowed(host, o.allowed_hosts)) {
       out.send(error_response(http::status::forbidden,
-                              "the Host header " + quoted(host.value_or("")) +
+                              "the Host header " + quote_excerpt(host.value_or("")) +
                                   " is not allowed: this server is bound to loopback and answers only to "
                                   "localhost names and addresses (add the name to allowed_hosts to accept it)",
                               "invalid_request_error", {}, "host_not_allowed"));

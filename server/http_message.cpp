@@ -5,7 +5,7 @@
 namespace ember::server {
 namespace http = boost::beast::http;
 
-unsigned response_version(unsigned requested) { return requested < 11 ? 10 : 11; }
+unsigned response_version(unsigned requested) { return requested < kHttp11 ? 10 : kHttp11; }
 
 std::string_view path_of(std::string_view target) {
   const auto q = target.find('?');
@@ -31,7 +31,7 @@ std::optional<std::string_view> header(const http::fields& fields, std::string_v
   return find_header(fields, boost::beast::string_view(name.data(), name.size()));
 }
 
-std::string quoted(std::string_view value) {
+std::string quote_excerpt(std::string_view value) {
   constexpr size_t kMax = 100;
   std::string out(1, '\'');
   out.append(value.substr(0, kMax));

@@ -14,6 +14,10 @@ namespace ember::server {
 using Request = boost::beast::http::request<boost::beast::http::string_body>;
 using Response = boost::beast::http::response<boost::beast::http::string_body>;
 
+// HTTP/1.1 in Beast's encoding (major * 10 + minor): what a response speaks when the request's
+// version is unknown (the parser stopped before its request line).
+inline constexpr unsigned kHttp11 = 11;
+
 // The version a response to a request of `requested` speaks: 1.0 to 1.0 (and older) clients,
 // which know neither chunked bodies nor persistent connections by default, 1.1 otherwise.
 unsigned response_version(unsigned requested);
@@ -25,7 +29,7 @@ std::optional<std::string_view> header(const boost::beast::http::fields& fields,
 std::optional<std::string_view> header(const boost::beast::http::fields& fields, std::string_view name);
 
 // A client-supplied value quoted in an error message, cut so the message stays readable.
-std::string quoted(std::string_view value);
+std::string quote_excerpt(std::string_view value);
 
 // Every JSON body goes out through here: text from the client (a path, a model id) may be
 // invalid UTF-8, which nlohmann's dump() would throw on.

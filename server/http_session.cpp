@@ -176,11 +176,12 @@ void HttpSession<Protocol>::refuse_unreadable_request(beast::error_code ec) {
   auto answer = unreadable_request_response(ec, parser_->refusal(), state_.options);
   if (!answer) return;  // timeout, reset, ...: nothing to answer; the session ends
   begin_request();
+  // The request line is parsed as soon as it is complete, before the rest of the header.
+  version_ = response_version(parser_->request_line_parsed() ? parser_->get().version() : kHttp11);
   // A declared Content-Length over the limit is refused while the header is being finished, so
   // the parser does not count the header as done yet; it was read all the same.
   if (parser_->is_header_done() || ec == http::error::body_limit) {
     const Request& partial = parser_->get();
-    version_ = response_version(partial.version());
     ctx_.endpoint = endpoint_of(path_of(partial.target()));
     ctx_.cors_origin = allowed_cors_origin(partial, state_.options);  // so a page can read why
   }

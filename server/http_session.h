@@ -108,7 +108,7 @@ class HttpSession : public SessionBase,
   bool keep_alive_ = false;
   bool in_request_ = false;
   bool abandoned_ = false;  // a failure was logged and the connection is ending
-  unsigned version_ = 11;   // of the request being answered: every response speaks it
+  unsigned version_ = kHttp11;   // of the request being answered: every response speaks it
   size_t drained_bytes_ = 0;
 
   // The current generation.

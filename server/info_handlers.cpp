@@ -55,7 +55,7 @@ void handle_model(const Request& req, RouteContext& ctx, Responder& out) {
   if (id == o.model_id) {
     return out.send(json_response(http::status::ok, describe_model(model_object(o.model_id, ctx.state.created), o)));
   }
-  out.send(error_response(http::status::not_found, "the model " + quoted(id) + " does not exist",
+  out.send(error_response(http::status::not_found, "the model " + quote_excerpt(id) + " does not exist",
                           "invalid_request_error", "model", "model_not_found"));
 }
 

@@ -59,7 +59,7 @@ void route(const Request& req, RouteContext& ctx, Responder& out) {
   if (!admit(req, ctx, out)) return;
   const Route* r = find_route(ctx.endpoint);
   if (!r) {
-    return out.send(error_response(http::status::not_found, "no route for " + quoted(path), "invalid_request_error"));
+    return out.send(error_response(http::status::not_found, "no route for " + quote_excerpt(path), "invalid_request_error"));
   }
   if (req.method() != r->method) return out.send(method_not_allowed(req, path, r->method));
   // Read once: the model may finish loading while this request is answered.
