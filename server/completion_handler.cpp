@@ -50,6 +50,8 @@ void submit(CompletionRequest request, bool chat, RouteContext& ctx, Responder& 
       });
 }
 
+}  // namespace
+
 void handle_completion(const Request& req, bool chat, RouteContext& ctx, Responder& out) {
   const RequestLimits& limits = ctx.state.options.limits;
   CompletionRequest request;
@@ -60,15 +62,6 @@ void handle_completion(const Request& req, bool chat, RouteContext& ctx, Respond
         error_response(http::status::bad_request, e.what(), "invalid_request_error", e.param()));
   }
   submit(std::move(request), chat, ctx, out);
-}
-
-}  // namespace
-
-void handle_completions(const Request& req, RouteContext& ctx, Responder& out) {
-  handle_completion(req, /*chat=*/false, ctx, out);
-}
-void handle_chat_completions(const Request& req, RouteContext& ctx, Responder& out) {
-  handle_completion(req, /*chat=*/true, ctx, out);
 }
 
 }  // namespace ember::server

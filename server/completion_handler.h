@@ -7,8 +7,8 @@
 
 namespace ember::server {
 
-// ctx.engine must be set (the router answers 503 while the model loads).
-void handle_completions(const Request& req, RouteContext& ctx, Responder& out);
-void handle_chat_completions(const Request& req, RouteContext& ctx, Responder& out);
+// `chat`: /v1/chat/completions, else /v1/completions. ctx.engine must be set (the router answers
+// 503 while the model loads).
+void handle_completion(const Request& req, bool chat, RouteContext& ctx, Responder& out);
 
 }  // namespace ember::server

@@ -20,15 +20,19 @@ struct Route {
   Handler handle;
 };
 
-constexpr Route kRoutes[] = {
+const Route kRoutes[] = {
     {Endpoint::Health, http::verb::get, false, handle_health},
     {Endpoint::Metrics, http::verb::get, false, handle_metrics},
     {Endpoint::Models, http::verb::get, false, handle_models},
     {Endpoint::Model, http::verb::get, false, handle_model},
-    {Endpoint::Completions, http::verb::post, true, handle_completions},
-    {Endpoint::ChatCompletions, http::verb::post, true, handle_chat_completions},
-    {Endpoint::Tokenize, http::verb::post, true, handle_tokenize},
-    {Endpoint::Detokenize, http::verb::post, true, handle_detokenize},
+    {Endpoint::Completions, http::verb::post, true,
+     [](const Request& req, RouteContext& ctx, Responder& out) { handle_completion(req, false, ctx, out); }},
+    {Endpoint::ChatCompletions, http::verb::post, true,
+     [](const Request& req, RouteContext& ctx, Responder& out) { handle_completion(req, true, ctx, out); }},
+    {Endpoint::Tokenize, http::verb::post, true,
+     [](const Request& req, RouteContext& ctx, Responder& out) { handle_tokens(req, false, ctx, out); }},
+    {Endpoint::Detokenize, http::verb::post, true,
+     [](const Request& req, RouteContext& ctx, Responder& out) { handle_tokens(req, true, ctx, out); }},
 };
 
 const Route* find_route(Endpoint endpoint) {

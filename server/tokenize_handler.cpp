@@ -6,8 +6,6 @@ namespace ember::server {
 namespace http = boost::beast::http;
 using nlohmann::json;
 
-namespace {
-
 void handle_tokens(const Request& req, bool detokenize, RouteContext& ctx, Responder& out) {
   struct Outcome {
     json body;
@@ -34,15 +32,6 @@ void handle_tokens(const Request& req, bool detokenize, RouteContext& ctx, Respo
         if (outcome->failure) std::rethrow_exception(outcome->failure);
         out.send(json_response(http::status::ok, outcome->body));
       });
-}
-
-}  // namespace
-
-void handle_tokenize(const Request& req, RouteContext& ctx, Responder& out) {
-  handle_tokens(req, /*detokenize=*/false, ctx, out);
-}
-void handle_detokenize(const Request& req, RouteContext& ctx, Responder& out) {
-  handle_tokens(req, /*detokenize=*/true, ctx, out);
 }
 
 }  // namespace ember::server

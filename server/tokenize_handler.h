@@ -7,8 +7,8 @@
 
 namespace ember::server {
 
-// ctx.engine must be set (the router answers 503 while the model loads).
-void handle_tokenize(const Request& req, RouteContext& ctx, Responder& out);
-void handle_detokenize(const Request& req, RouteContext& ctx, Responder& out);
+// `detokenize`: /detokenize, else /tokenize. ctx.engine must be set (the router answers 503 while
+// the model loads).
+void handle_tokens(const Request& req, bool detokenize, RouteContext& ctx, Responder& out);
 
 }  // namespace ember::server
