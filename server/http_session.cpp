@@ -335,7 +335,7 @@ void HttpSession<Protocol>::on_generation_done(std::string text, GenerationStats
 template <class Protocol>
 void HttpSession<Protocol>::start_stream() {
   // HTTP/1.0 has no chunked coding: the events go out as they are and closing ends the body.
-  const bool chunked = version_ >= 11;
+  const bool chunked = version_ >= kHttp11;
   if (!chunked) keep_alive_ = false;
   sse_header_.emplace(http::status::ok, version_);
   sse_header_->set(http::field::server, "ember");
