@@ -25,6 +25,7 @@
 #include "server/access_control.h"
 #include "server/http_session.h"
 #include "server/listen_spec.h"
+#include "server/unix_time.h"
 
 namespace ember::server {
 namespace net = boost::asio;
@@ -32,11 +33,6 @@ using tcp = net::ip::tcp;
 using unix_socket = net::local::stream_protocol;
 
 namespace {
-
-int64_t unix_now() {
-  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 // Runs the I/O loop until it is stopped. An exception escaping a handler (a bug: sessions catch
 // what they throw, and the request parser never throws) ends only the connection whose handler it

@@ -62,6 +62,7 @@ void RequestParser::on_request_impl(verb method, string_view method_str, string_
     request_.method(method);
   request_.target(target);
   request_.version(version);
+  request_line_parsed_ = true;
 }
 
 void RequestParser::on_response_impl(int, string_view, int, error_code& ec) {

@@ -31,6 +31,11 @@ class RequestParser final : public boost::beast::http::basic_parser<true> {
   const Request& get() const { return request_; }
   Request release() { return std::move(request_); }
 
+  // Whether the request line was read (get()'s method, target and version are then the
+  // request's): Beast parses it as soon as it is complete, before the rest of the header, so a
+  // request refused for its header fields still has a version to answer in.
+  bool request_line_parsed() const { return request_line_parsed_; }
+
   // Why parsing stopped with an error of ours (None: Beast's own error, or no error).
   Refusal refusal() const { return refusal_; }
 
@@ -56,6 +61,7 @@ class RequestParser final : public boost::beast::http::basic_parser<true> {
   Request request_;
   Refusal refusal_ = Refusal::None;
   std::uint64_t header_budget_;  // bytes of fields still allowed (header, then trailers)
+  bool request_line_parsed_ = false;
   bool in_trailer_ = false;
   bool have_host_ = false;
 };

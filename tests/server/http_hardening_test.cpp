@@ -167,6 +167,27 @@ TEST_CASE("hardening: an HTTP/1.0 stream is not chunked and ends by closing") {
   CHECK(read_to_close(plain).rfind("HTTP/1.0 200", 0) == 0);
 }
 
+TEST_CASE("hardening: every answer to an HTTP/1.0 request speaks HTTP/1.0, refusals included") {
+  TestServer s([](server::ServerOptions& o) { o.api_keys = {"sesame"}; });
+  const std::string key = "Authorization: Bearer sesame\r\n";
+  const std::pair<std::string, int> cases[] = {
+      {"GET /nowhere HTTP/1.0\r\n" + key + "\r\n", 404},
+      {"POST /health HTTP/1.0\r\n" + key + "Content-Length: 0\r\n\r\n", 405},
+      {"GET /v1/models HTTP/1.0\r\n\r\n", 401},
+      {"POST /v1/completions HTTP/1.0\r\n" + key + "Content-Length: 3\r\n\r\n{x}", 400},
+      {"POST /v1/completions HTTP/1.0\r\nContent-Length: 999999\r\n\r\n", 413},
+      {"GET /health HTTP/1.0\r\nX-Big: " + std::string(20000, 'a') + "\r\n\r\n", 431},
+  };
+  for (const auto& [request, status] : cases) {
+    CAPTURE(status);
+    Client c(s.port());
+    net::write(c.stream, net::buffer(request));
+    const std::string all = read_to_close(c);
+    CHECK(all.rfind("HTTP/1.0 " + std::to_string(status), 0) == 0);
+  }
+  CHECK(healthy(s.port()));
+}
+
 TEST_CASE("hardening: tokenizing a long text does not hold up /health") {
   TestServer s([](server::ServerOptions& o) {
     o.max_body_bytes = 4 << 20;

@@ -87,3 +87,20 @@ TEST_CASE("request parser: one Host, and no transfer coding but chunked") {
   CHECK(ember::server::plain_chunked_coding(" Chunked "));
   CHECK_FALSE(ember::server::plain_chunked_coding("chunkedx"));
 }
+
+TEST_CASE("request parser: the request line's version is known even when the header is refused") {
+  RequestParser p(64, 1024);
+  boost::beast::error_code ec;
+  const std::string bytes = "GET /health HTTP/1.0\r\nX-Big: " + std::string(200, 'a') + "\r\n\r\n";
+  CHECK(!p.request_line_parsed());
+  p.put(boost::asio::buffer(bytes), ec);
+  CHECK(ec == http::error::header_limit);
+  CHECK(!p.is_header_done());
+  CHECK(p.request_line_parsed());
+  CHECK(p.get().version() == 10);
+
+  RequestParser garbled(64, 1024);
+  garbled.put(boost::asio::buffer(std::string("GET /health HTTP/9.9\r\n\r\n")), ec);
+  CHECK(ec);
+  CHECK(!garbled.request_line_parsed());
+}

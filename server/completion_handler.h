@@ -1,0 +1,14 @@
+#pragma once
+// POST /v1/completions and /v1/chat/completions: parse the request on the I/O thread (cheap,
+// bounded by max_body_bytes), render and tokenize the prompt off it, then hand the job to the
+// connection to run.
+#include "server/http_message.h"
+#include "server/responder.h"
+
+namespace ember::server {
+
+// `chat`: /v1/chat/completions, else /v1/completions. ctx.engine must be set (the router answers
+// 503 while the model loads).
+void handle_completion(const Request& req, bool chat, RouteContext& ctx, Responder& out);
+
+}  // namespace ember::server

@@ -1,0 +1,143 @@
+// The SSE write state machine and the events of a completion, without sockets.
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "server/completion_events.h"
+#include "server/sse_stream.h"
+
+using namespace ember::server;
+using State = SseStream::State;
+using nlohmann::json;
+
+TEST_CASE("sse stream: header, events as chunks, then the end of the body in one last write") {
+  SseStream s;
+  CHECK(s.state() == State::Idle);
+  s.begin(/*chunked=*/true);
+  CHECK(s.state() == State::HeadersPending);
+  CHECK(s.write_in_flight());
+  s.push("data: a\n\n");
+  CHECK(s.next_write() == nullptr);  // the header is still being written
+  CHECK(!s.quiet());
+  s.write_done();
+  CHECK(s.state() == State::Streaming);
+  const std::string* w = s.next_write();
+  REQUIRE(w);
+  CHECK(*w == "9\r\ndata: a\n\n\r\n");
+  CHECK(s.backlog() == w->size());
+  s.push("data: b\n\n");  // waits for the write in flight
+  CHECK(s.next_write() == nullptr);
+  s.write_done();
+  w = s.next_write();
+  REQUIRE(w);
+  CHECK(*w == "9\r\ndata: b\n\n\r\n");
+  s.write_done();
+  CHECK(s.quiet());
+  CHECK(s.next_write() == nullptr);
+
+  s.finish("data: [DONE]\n\n");
+  CHECK(s.state() == State::Finishing);
+  CHECK(!s.accepting());
+  s.push("data: late\n\n");  // ignored: the stream is ending
+  w = s.next_write();
+  REQUIRE(w);
+  CHECK(*w == "e\r\ndata: [DONE]\n\n\r\n0\r\n\r\n");
+  CHECK(s.state() == State::Finishing);
+  s.write_done();
+  CHECK(s.state() == State::Done);
+  s.reset();
+  CHECK(s.state() == State::Idle);
+}
+
+TEST_CASE("sse stream: an engine that finishes before the header is out") {
+  SseStream s;
+  s.begin(true);
+  s.push("data: a\n\n");
+  s.finish("data: [DONE]\n\n");
+  CHECK(s.state() == State::Finishing);
+  s.write_done();  // the header
+  CHECK(s.state() == State::Finishing);
+  const std::string* w = s.next_write();
+  REQUIRE(w);
+  CHECK(*w == "17\r\ndata: a\n\ndata: [DONE]\n\n\r\n0\r\n\r\n");
+  s.write_done();
+  CHECK(s.state() == State::Done);
+}
+
+TEST_CASE("sse stream: HTTP/1.0 writes raw events and ends without a write of its own") {
+  SseStream s;
+  s.begin(/*chunked=*/false);
+  s.write_done();
+  s.push("data: a\n\n");
+  const std::string* w = s.next_write();
+  REQUIRE(w);
+  CHECK(*w == "data: a\n\n");
+  s.finish("data: [DONE]\n\n");
+  s.write_done();
+  w = s.next_write();
+  REQUIRE(w);
+  CHECK(*w == "data: [DONE]\n\n");
+  s.write_done();
+  CHECK(s.state() == State::Done);
+
+  // Nothing left when finishing: done at once, closing the connection ends the body.
+  s.begin(false);
+  s.write_done();
+  s.finish("");
+  CHECK(s.next_write() == nullptr);
+  CHECK(s.state() == State::Done);
+}
+
+TEST_CASE("sse stream: once aborted nothing more is queued or written") {
+  SseStream s;
+  s.begin(true);
+  s.write_done();
+  s.push("data: a\n\n");
+  REQUIRE(s.next_write());
+  s.abort();
+  s.write_done();  // the write in flight fails or completes: still aborted
+  CHECK(s.state() == State::Aborted);
+  s.push("data: b\n\n");
+  s.finish("data: [DONE]\n\n");
+  CHECK(s.next_write() == nullptr);
+  CHECK(s.state() == State::Aborted);
+  CHECK(!s.accepting());
+}
+
+TEST_CASE("completion events: chat role first, usage null on every chunk, a usage chunk before [DONE]") {
+  CompletionShape shape;
+  shape.chat = true;
+  shape.stream = true;
+  shape.include_usage = true;
+  shape.id = "chatcmpl-1";
+  shape.model = "tiny";
+  shape.prompt_tokens = 3;
+  CompletionEvents events(shape);
+  const std::string first = events.text("Hi");
+  CHECK(first.find("\"role\":\"assistant\"") != std::string::npos);
+  CHECK(first.find("\"usage\":null") != std::string::npos);
+  CHECK(events.text("!").find("\"role\"") == std::string::npos);  // the role goes out once
+  ember::GenerationStats stats;
+  stats.generated_tokens = 2;
+  const std::string last = events.done(stats, nullptr);
+  CHECK(last.find("\"total_tokens\":5") != std::string::npos);
+  CHECK(last.size() >= 14);
+  CHECK(last.substr(last.size() - 14) == "data: [DONE]\n\n");
+
+  const std::string failed = events.done(stats, std::make_exception_ptr(std::runtime_error("boom")));
+  CHECK(failed.find("\"message\":\"boom\"") != std::string::npos);
+  CHECK(shutdown_events().find("server_shutdown") != std::string::npos);
+}
+
+TEST_CASE("completion events: a non-streaming answer is 200 with the text, or 500 with the engine's error") {
+  CompletionShape shape;
+  shape.id = "cmpl-1";
+  shape.model = "tiny";
+  CompletionEvents events(shape);
+  ember::GenerationStats stats;
+  Response ok = events.whole_response("hello", stats, nullptr);
+  CHECK(ok.result() == boost::beast::http::status::ok);
+  CHECK(json::parse(ok.body())["choices"][0]["text"] == "hello");
+  Response bad = events.whole_response("", stats, std::make_exception_ptr(std::runtime_error("boom")));
+  CHECK(bad.result() == boost::beast::http::status::internal_server_error);
+}
