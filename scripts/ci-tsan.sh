@@ -9,7 +9,7 @@
 #   EMBER_TSAN_BUILD_DIR=/tmp/bt scripts/ci-tsan.sh     # another build folder
 #
 # It builds only test_io, test_cache, test_kernels, test_model, test_server and the `ember` CLI
-# (RelWithDebInfo, so the reports carry file:line), runs each test binary with
+# (RelWithDebInfo, so the reports carry file:line; warnings are errors), runs each test binary with
 #   TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=tests/tsan.supp
 # and then, when python3 and the stories260K fixture are there, runs a short soak (-t 2,
 # --io-threads 2: pool workers and two Asio threads)
@@ -41,7 +41,7 @@ fi
 
 start=$(date +%s)
 echo "ci-tsan: configuring $build_dir" >&2
-if ! cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEMBER_SANITIZE_THREAD=ON \
+if ! cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEMBER_SANITIZE_THREAD=ON -DEMBER_WERROR=ON \
       "${launcher[@]}" >/dev/null; then
   echo "ci-tsan: configure failed" >&2
   exit 2
