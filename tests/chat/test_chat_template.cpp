@@ -143,9 +143,9 @@ ember::ResolvedChatTemplate resolve_from_gguf(const std::string& fixture) {
 }
 }  // namespace
 
-TEST_CASE("resolve from real GGUF metadata") {
+TEST_CASE("resolve from real GGUF metadata" * ember::test::needs_fixtures) {
   if (!ember::test::fixtures_dir()) {
-    ember::test::skip("vocab/*.gguf chat templates");
+    ember::test::skip("fixture vocab/*.gguf (chat templates) not found");
     return;
   }
   auto phi3 = resolve_from_gguf("vocab/ggml-vocab-phi-3.gguf");  // carries Phi-3-mini's template

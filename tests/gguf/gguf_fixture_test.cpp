@@ -42,7 +42,7 @@ void check_read_matches_map(const GgufFile& g) {
 
 }  // namespace
 
-TEST_CASE("gguf fixture: stories260K (GGUF v3, F32)") {
+TEST_CASE("gguf fixture: stories260K (GGUF v3, F32)" * ember::test::needs_fixtures) {
   auto path = ember::test::fixture("models/stories260K.gguf");
   if (!path) return;
   const GgufFile g = GgufFile::open(path->string());
@@ -80,7 +80,8 @@ TEST_CASE("gguf fixture: stories260K (GGUF v3, F32)") {
   check_read_matches_map(g);
 }
 
-TEST_CASE("gguf fixture: stories260K-v1 (GGUF v1) holds the same weights as the v3 file") {
+TEST_CASE("gguf fixture: stories260K-v1 (GGUF v1) holds the same weights as the v3 file" *
+          ember::test::needs_fixtures) {
   auto v1_path = ember::test::fixture("models/stories260K-v1.gguf");
   auto v3_path = ember::test::fixture("models/stories260K.gguf");
   if (!v1_path || !v3_path) return;
@@ -103,7 +104,8 @@ TEST_CASE("gguf fixture: stories260K-v1 (GGUF v1) holds the same weights as the 
   check_read_matches_map(v1);
 }
 
-TEST_CASE("gguf fixture: llama-2-tiny-random (F16 matrices, 32000-token vocab)") {
+TEST_CASE("gguf fixture: llama-2-tiny-random (F16 matrices, 32000-token vocab)" *
+          ember::test::needs_fixtures) {
   auto path = ember::test::fixture("models/llama-2-tiny-random.gguf");
   if (!path) return;
   const GgufFile g = GgufFile::open(path->string());
@@ -118,10 +120,10 @@ TEST_CASE("gguf fixture: llama-2-tiny-random (F16 matrices, 32000-token vocab)")
   check_read_matches_map(g);
 }
 
-TEST_CASE("gguf fixture: vocab-only files (no tensors, no trailing padding)") {
+TEST_CASE("gguf fixture: vocab-only files (no tensors, no trailing padding)" * ember::test::needs_fixtures) {
   auto dir = ember::test::fixtures_dir();
   if (!dir) {
-    ember::test::skip("vocab/*.gguf");
+    ember::test::skip("fixture vocab/*.gguf not found");
     return;
   }
   const GgufFile spm = GgufFile::open((*dir / "vocab" / "ggml-vocab-llama-spm.gguf").string());

@@ -6,10 +6,10 @@
     tests/hostile/hostile_http.py --list
 
 Same conventions as tests/soak/soak.py (whose harness.py it uses): the binary is $EMBER_BINARY
-(default build/ember), the model $EMBER_FIXTURES/models/stories260K.gguf (default
-../shared/fixtures); either absent: "SKIPPED: ..." and exit 77. The daemon listens on a free
-127.0.0.1 port; no traffic goes anywhere else. Every socket operation has a timeout and every loop
-a bound.
+(default build/ember), the model models/stories260K.gguf in the fixtures folder ($EMBER_FIXTURES,
+else ../shared/fixtures, else tests/fixtures); either absent: "SKIPPED: ..." and exit 77. The
+daemon listens on a free 127.0.0.1 port; no traffic goes anywhere else. Every socket operation has
+a timeout and every loop a bound.
 
 After each probe the daemon must still be alive and answer GET /health with 200 (a probe that
 kills it fails, and the next probes get a fresh daemon). The expected behaviour of each probe is

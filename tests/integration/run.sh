@@ -3,7 +3,8 @@
 # integration_http); it can also be run by hand: tests/integration/run.sh [node --test args...]
 #
 #   EMBER_BINARY    the ember binary (default: build/ember under the repository root)
-#   EMBER_FIXTURES  the fixtures folder (default: ../shared/fixtures next to the repository)
+#   EMBER_FIXTURES  the fixtures folder (default: ../shared/fixtures next to the repository, then
+#                   tests/fixtures; see scripts/fixtures-dir.sh)
 #
 # Exit code 77 (ctest: Skipped) with a visible SKIPPED line when something the tests need is
 # absent: node, the npm packages (run scripts/setup-integration-tests.sh), the model fixture, or
@@ -12,12 +13,15 @@ set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 export EMBER_BINARY="${EMBER_BINARY:-$root/build/ember}"
-export EMBER_FIXTURES="${EMBER_FIXTURES:-$root/../shared/fixtures}"
 
 skip() {
   echo "SKIPPED: integration tests: $*"
   exit 77
 }
+
+EMBER_FIXTURES="$("$root/scripts/fixtures-dir.sh")" ||
+  skip "fixture models/stories260K.gguf not found: no fixtures folder (set EMBER_FIXTURES or run scripts/fetch-fixtures.sh)"
+export EMBER_FIXTURES
 
 command -v node >/dev/null 2>&1 || skip "node is not installed (Node.js 20 or newer is needed)"
 node_major="$(node -p 'process.versions.node.split(".")[0]')"
@@ -25,7 +29,7 @@ node_major="$(node -p 'process.versions.node.split(".")[0]')"
 [ -d "$here/node_modules/openai" ] && [ -d "$here/node_modules/ajv" ] && [ -d "$here/node_modules/yaml" ] ||
   skip "the npm packages are not installed (run scripts/setup-integration-tests.sh)"
 [ -f "$EMBER_FIXTURES/models/stories260K.gguf" ] ||
-  skip "fixture $EMBER_FIXTURES/models/stories260K.gguf is absent (set EMBER_FIXTURES)"
+  skip "fixture $EMBER_FIXTURES/models/stories260K.gguf not found (set EMBER_FIXTURES or run scripts/fetch-fixtures.sh)"
 [ -x "$EMBER_BINARY" ] || skip "no ember binary at $EMBER_BINARY (build it, or set EMBER_BINARY)"
 
 cd "$here" || exit 1

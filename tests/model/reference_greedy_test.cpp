@@ -66,7 +66,8 @@ std::vector<size_t> agreement(const std::string& model_path, const std::vector<R
 
 }  // namespace
 
-TEST_CASE("stories260K (GGUF v3, F32) reproduces every llama.cpp greedy token") {
+TEST_CASE("stories260K (GGUF v3, F32) reproduces every llama.cpp greedy token" *
+          ember::test::needs_fixtures) {
   auto model = test::fixture("models/stories260K.gguf");
   auto ref = test::fixture("reference/stories260K.greedy.jsonl");
   if (!model || !ref) return;
@@ -81,7 +82,7 @@ TEST_CASE("stories260K (GGUF v3, F32) reproduces every llama.cpp greedy token") 
   }
 }
 
-TEST_CASE("stories260K-v1 (GGUF v1) reproduces every llama.cpp greedy token") {
+TEST_CASE("stories260K-v1 (GGUF v1) reproduces every llama.cpp greedy token" * ember::test::needs_fixtures) {
   auto model = test::fixture("models/stories260K-v1.gguf");
   auto ref = test::fixture("reference/stories260K.greedy.jsonl");
   if (!model || !ref) return;
@@ -96,7 +97,8 @@ TEST_CASE("stories260K-v1 (GGUF v1) reproduces every llama.cpp greedy token") {
 // Random F16 weights with dim 8 make near-ties likely, so this could legitimately stop short of 32;
 // both the AVX2 and the scalar kernels agree on all 32 tokens of all 3 prompts, so any loss here is
 // a regression to look at.
-TEST_CASE("llama-2-tiny-random (F16, 32000 vocab) reproduces llama.cpp's greedy tokens") {
+TEST_CASE("llama-2-tiny-random (F16, 32000 vocab) reproduces llama.cpp's greedy tokens" *
+          ember::test::needs_fixtures) {
   auto model = test::fixture("models/llama-2-tiny-random.gguf");
   auto ref = test::fixture("reference/llama-2-tiny-random.greedy.jsonl");
   if (!model || !ref) return;

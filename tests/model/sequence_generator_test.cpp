@@ -49,7 +49,8 @@ Run with_generate(const Model& model, ThreadPool& pool, const std::vector<int32_
 
 }  // namespace
 
-TEST_CASE("sequence generator: step-wise, chunked and interleaved runs equal generate()") {
+TEST_CASE("sequence generator: step-wise, chunked and interleaved runs equal generate()" *
+          ember::test::needs_fixtures) {
   auto path = test::fixture("models/stories260K.gguf");
   if (!path) return;
   auto model = Model::load(path->string());
@@ -90,7 +91,8 @@ TEST_CASE("sequence generator: step-wise, chunked and interleaved runs equal gen
   CHECK(g1.stats().prefill_tokens == static_cast<int64_t>(p1.size()));
 }
 
-TEST_CASE("sequence generator: a reused prompt prefix gives the same greedy tokens as a fresh context") {
+TEST_CASE("sequence generator: a reused prompt prefix gives the same greedy tokens as a fresh context" *
+          ember::test::needs_fixtures) {
   auto path = test::fixture("models/stories260K.gguf");
   if (!path) return;
   auto model = Model::load(path->string());
@@ -132,7 +134,8 @@ TEST_CASE("sequence generator: a reused prompt prefix gives the same greedy toke
   CHECK_THROWS_AS(SequenceGenerator(ctx, s, second, o), std::invalid_argument);
 }
 
-TEST_CASE("sequence generator: a stop sequence ends the text before it, across tokens") {
+TEST_CASE("sequence generator: a stop sequence ends the text before it, across tokens" *
+          ember::test::needs_fixtures) {
   auto path = test::fixture("models/stories260K.gguf");
   if (!path) return;
   auto model = Model::load(path->string());
@@ -174,7 +177,8 @@ TEST_CASE("sequence generator: a stop sequence ends the text before it, across t
   CHECK(partial.text == full.text);
 }
 
-TEST_CASE("sequence generator: generate() checks limits before evaluating anything") {
+TEST_CASE("sequence generator: generate() checks limits before evaluating anything" *
+          ember::test::needs_fixtures) {
   auto path = test::fixture("models/stories260K.gguf");
   if (!path) return;
   auto model = Model::load(path->string());
@@ -203,7 +207,7 @@ TEST_CASE("sequence generator: generate() checks limits before evaluating anythi
 
 namespace ember {
 
-TEST_CASE("sequence generator: decode steps do not allocate") {
+TEST_CASE("sequence generator: decode steps do not allocate" * ember::test::needs_fixtures) {
   auto path = test::fixture("models/stories260K.gguf");
   if (!path) return;
   auto model = Model::load(path->string());

@@ -67,7 +67,8 @@ TEST_CASE("next-token NLL and KL are exact and stable") {
   CHECK(kl_divergence(even, q, 2) == doctest::Approx(0.5 * std::log(2.0) + 0.5 * std::log(2.0 / 3.0)));
 }
 
-TEST_CASE("text evaluation on stories260K: dense against dense, the naive reference, windows, errors") {
+TEST_CASE("text evaluation on stories260K: dense against dense, the naive reference, windows, errors" *
+          ember::test::needs_fixtures) {
   auto path = test::fixture("models/stories260K.gguf");
   if (!path) return;
   auto model = Model::load(path->string());
@@ -122,7 +123,8 @@ TEST_CASE("text evaluation on stories260K: dense against dense, the naive refere
   CHECK_THROWS_AS(TextEvaluator(*model, pool, tiny, false), std::invalid_argument);
 }
 
-TEST_CASE("text evaluation on stories260K: threshold mode at sparsity 0.5 against dense") {
+TEST_CASE("text evaluation on stories260K: threshold mode at sparsity 0.5 against dense" *
+          ember::test::needs_fixtures) {
   auto path = test::fixture("models/stories260K.gguf");
   if (!path) return;
   auto model = Model::load(path->string());

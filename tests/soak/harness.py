@@ -1,7 +1,8 @@
 """Shared helpers of tests/soak/soak.py and tests/hostile/hostile_http.py (Python 3 stdlib only).
 
 - where the binary and the fixture are ($EMBER_BINARY, default build/ember; $EMBER_FIXTURES,
-  default ../shared/fixtures), and the 77 "SKIPPED: ..." exit when either is absent;
+  default ../shared/fixtures, then tests/fixtures), and the 77 "SKIPPED: ..." exit when either is
+  absent;
 - Daemon: `ember serve` on a free 127.0.0.1 port, its output in a log file, readiness, RSS from
   /proc/PID/status, SIGTERM and the exit status;
 - a raw-socket HTTP/1.1 client (every socket operation has a timeout) that can stop anywhere:
@@ -30,11 +31,20 @@ def ember_binary():
 
 
 def fixtures_dir():
-    return os.environ.get("EMBER_FIXTURES") or os.path.join(REPO, "..", "shared", "fixtures")
+    """The fixtures folder, or None. The order of tests/support/fixtures.h and
+    scripts/fixtures-dir.sh: $EMBER_FIXTURES when set (even when it is no folder: an explicit
+    choice), then ../shared/fixtures beside the repository, then tests/fixtures."""
+    env = os.environ.get("EMBER_FIXTURES")
+    candidates = [env] if env else [os.path.join(REPO, "..", "shared", "fixtures"),
+                                    os.path.join(REPO, "tests", "fixtures")]
+    return next((os.path.abspath(d) for d in candidates if os.path.isdir(d)), None)
+
+
+MODEL_FIXTURE = os.path.join("models", "stories260K.gguf")
 
 
 def model_path():
-    return os.path.join(fixtures_dir(), "models", "stories260K.gguf")
+    return os.path.join(fixtures_dir() or "", MODEL_FIXTURE)
 
 
 def skip_unless_ready():
@@ -43,8 +53,9 @@ def skip_unless_ready():
     if not (os.path.isfile(binary) and os.access(binary, os.X_OK)):
         print(f"SKIPPED: ember binary not found at {binary} (build it, or set EMBER_BINARY)", flush=True)
         sys.exit(SKIP_EXIT)
-    if not os.path.isfile(model):
-        print(f"SKIPPED: fixture {model} not found (set EMBER_FIXTURES)", flush=True)
+    if fixtures_dir() is None or not os.path.isfile(model):
+        print(f"SKIPPED: fixture {MODEL_FIXTURE} not found in {fixtures_dir() or 'any fixtures folder'} "
+              "(set EMBER_FIXTURES or run scripts/fetch-fixtures.sh)", flush=True)
         sys.exit(SKIP_EXIT)
 
 

@@ -6,8 +6,9 @@
     EMBER_BINARY=build-tsan/ember tests/soak/soak.py --seconds 20 --rss-bound-mib 512
 
 Starts the real daemon (`$EMBER_BINARY`, default build/ember) with the stories260K fixture
-(`$EMBER_FIXTURES/models/stories260K.gguf`, default ../shared/fixtures) on a free 127.0.0.1 port with
-`--parallel 4 --queue 64`, warms it up, then runs --clients threads for --seconds:
+(`models/stories260K.gguf` in $EMBER_FIXTURES, else ../shared/fixtures, else tests/fixtures) on a
+free 127.0.0.1 port with `--parallel 4 --queue 64`, warms it up, then runs --clients threads for
+--seconds:
 
 - "readers" (half the clients) send streaming chat / completions requests (random max_tokens,
   temperature, seed, sometimes stream_options.include_usage) over keep-alive connections and read

@@ -9,7 +9,8 @@
 
 namespace ember {
 
-TEST_CASE("threshold mode on stories260K: zero skips nothing; higher thresholds skip more") {
+TEST_CASE("threshold mode on stories260K: zero skips nothing; higher thresholds skip more" *
+          ember::test::needs_fixtures) {
   auto path = test::fixture("models/stories260K.gguf");
   if (!path) return;
   auto model = Model::load(path->string());

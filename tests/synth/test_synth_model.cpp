@@ -160,7 +160,8 @@ TEST_CASE("English text tokenizes into multi-letter pieces") {
   std::filesystem::remove(path);
 }
 
-TEST_CASE("--vocab-from copies another model's tokenizer and sizes the model by it") {
+TEST_CASE("--vocab-from copies another model's tokenizer and sizes the model by it" *
+          ember::test::needs_fixtures) {
   const auto source = ember::test::fixture("models/stories260K.gguf");
   if (!source) return;
   SynthOptions o;

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -17,6 +16,7 @@
 #include "core/gguf/gguf_file.h"
 #include "core/synth/sparse_design.h"
 #include "core/synth/synth_writer.h"
+#include "tests/synth/ffn_stats.h"
 #include "tests/synth/sparse_reference.h"
 
 using namespace ember;
@@ -43,70 +43,6 @@ std::string write_model(const std::string& name, FfnActivation act, GgmlType typ
   o.output_path = temp_path(name);
   write_synth_model(o);
   return o.output_path;
-}
-
-// Tokens of a "generated" text: the successor chain of the synthetic grammar with an occasional
-// jump, as greedy decoding produces it.
-std::vector<int32_t> chain_text(int n, int32_t n_vocab) {
-  uint64_t a = 7919;
-  while (std::gcd(a, static_cast<uint64_t>(n_vocab)) != 1) a += 2;
-  std::vector<int32_t> t{1, 300};
-  uint64_t jump = 12345;
-  while (static_cast<int>(t.size()) < n) {
-    const auto last = static_cast<uint64_t>(t.back());
-    jump = jump * 6364136223846793005ull + 1442695040888963407ull;
-    if ((jump >> 60) == 0) t.push_back(static_cast<int32_t>(3 + (jump >> 20) % (n_vocab - 3)));
-    else t.push_back(static_cast<int32_t>((last * a + 1) % static_cast<uint64_t>(n_vocab)));
-  }
-  return t;
-}
-
-struct LayerStats {
-  double inactive = 0;      // mean fraction of neurons with a zero activation per token
-  double hot20_share = 0;   // share of all activations carried by the 20% most frequent neurons
-  double recall = 1, precision = 1;
-  double jaccard_next = 0;  // active-set overlap of consecutive tokens
-  double jaccard_far = 0;   // ... of tokens 16 apart
-};
-
-double jaccard(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b) {
-  size_t inter = 0, uni = 0;
-  for (size_t i = 0; i < a.size(); ++i) inter += a[i] && b[i], uni += a[i] || b[i];
-  return uni ? double(inter) / double(uni) : 1.0;
-}
-
-LayerStats layer_stats(const test::FfnTrace& tr, size_t l, bool drelu, float threshold = 0.0f) {
-  LayerStats s;
-  const size_t T = tr.gate[l].size(), n = tr.gate[l][0].size();
-  std::vector<double> count(n, 0.0);
-  std::vector<std::vector<uint8_t>> active(T, std::vector<uint8_t>(n));
-  size_t n_active = 0, tp = 0, n_pred = 0;
-  for (size_t t = 0; t < T; ++t)
-    for (size_t i = 0; i < n; ++i) {
-      const bool on = tr.gate[l][t][i] > 0.0f && (!drelu || tr.up[l][t][i] > 0.0f);
-      active[t][i] = on;
-      n_active += on;
-      count[i] += on;
-      if (!tr.score[l].empty()) {
-        const bool pred = tr.score[l][t][i] > threshold;
-        n_pred += pred;
-        tp += pred && on;
-      }
-    }
-  s.inactive = 1.0 - double(n_active) / double(T * n);
-  std::sort(count.begin(), count.end(), std::greater<>());
-  s.hot20_share = std::accumulate(count.begin(), count.begin() + static_cast<long>(n / 5), 0.0) /
-                  std::max(1.0, std::accumulate(count.begin(), count.end(), 0.0));
-  if (!tr.score[l].empty()) {
-    s.recall = double(tp) / double(std::max<size_t>(1, n_active));
-    s.precision = double(tp) / double(std::max<size_t>(1, n_pred));
-  }
-  size_t pairs_near = 0, pairs_far = 0;
-  for (size_t t = 8; t + 1 < T; ++t) s.jaccard_next += jaccard(active[t], active[t + 1]), ++pairs_near;
-  for (size_t t = 8; t + 16 < T; ++t) s.jaccard_far += jaccard(active[t], active[t + 16]), ++pairs_far;
-  s.jaccard_next /= double(pairs_near);
-  s.jaccard_far /= double(pairs_far);
-  return s;
 }
 
 }  // namespace
@@ -212,10 +148,10 @@ TEST_CASE("drelu and relu synth models are ~90% sparse, power-law, and predictab
     CAPTURE(c.name);
     const auto path = write_model("measure.gguf", c.act, c.type, true);
     const auto f = gguf::GgufFile::open(path);
-    const auto tokens = chain_text(160, 1024);
+    const auto tokens = test::chain_text(160, 1024);
     const auto tr = test::trace_ffn(f, tokens);
     for (size_t l = 0; l < tr.gate.size(); ++l) {
-      const auto s = layer_stats(tr, l, c.act == FfnActivation::DReLU);
+      const auto s = test::layer_stats(tr, l, c.act == FfnActivation::DReLU);
       MESSAGE(c.name << " layer " << l << ": inactive " << s.inactive << ", hot-20% share " << s.hot20_share
                      << ", recall " << s.recall << ", precision " << s.precision << ", jaccard next "
                      << s.jaccard_next << " vs 16 apart " << s.jaccard_far);
@@ -241,9 +177,9 @@ TEST_CASE("quantized predictors keep their recall") {
     const auto path = write_model("qpred.gguf", FfnActivation::DReLU, GgmlType::Q4_0, true, false, c.rank, c.type);
     const auto f = gguf::GgufFile::open(path);
     CHECK(f.find_tensor("blk.0.fc2.weight")->type == c.type);
-    const auto tr = test::trace_ffn(f, chain_text(160, 1024));
+    const auto tr = test::trace_ffn(f, test::chain_text(160, 1024));
     for (size_t l = 0; l < tr.gate.size(); ++l) {
-      const auto s = layer_stats(tr, l, true);
+      const auto s = test::layer_stats(tr, l, true);
       MESSAGE(type_name(c.type) << " predictor, rank " << c.rank << ", layer " << l << ": recall " << s.recall
                                 << ", precision " << s.precision);
       CHECK(s.recall >= c.min_recall);
@@ -251,30 +187,4 @@ TEST_CASE("quantized predictors keep their recall") {
     }
     std::filesystem::remove(path);
   }
-}
-
-// The same measurement on any synthetic model, for the numbers reported on big presets:
-//   EMBER_SYNTH_MEASURE=/path/m.gguf [EMBER_SYNTH_MEASURE_TOKENS=64] test_synth -tc="*measure*"
-// (a few minutes for the 1b preset). Without the variable it does nothing.
-TEST_CASE("measure a synthetic model named by EMBER_SYNTH_MEASURE") {
-  const char* path = std::getenv("EMBER_SYNTH_MEASURE");
-  if (path == nullptr || *path == 0) return;
-  const char* n_env = std::getenv("EMBER_SYNTH_MEASURE_TOKENS");
-  const int n = n_env ? std::max(16, std::atoi(n_env)) : 64;
-  const auto f = gguf::GgufFile::open(path);
-  const bool drelu = f.metadata().get_string("llama.ffn_activation") == "drelu";
-  const auto tr = test::trace_ffn(f, chain_text(n, static_cast<int32_t>(f.find_tensor("token_embd.weight")->ne[1])));
-  double sum[6] = {};
-  for (size_t l = 0; l < tr.gate.size(); ++l) {
-    const auto s = layer_stats(tr, l, drelu);
-    MESSAGE("layer " << l << ": inactive " << s.inactive << ", hot-20% share " << s.hot20_share << ", recall "
-                     << s.recall << ", precision " << s.precision << ", jaccard next " << s.jaccard_next
-                     << " vs 16 apart " << s.jaccard_far);
-    const double v[6] = {s.inactive, s.hot20_share, s.recall, s.precision, s.jaccard_next, s.jaccard_far};
-    for (int i = 0; i < 6; ++i) sum[i] += v[i];
-  }
-  const double L = static_cast<double>(tr.gate.size());
-  MESSAGE("mean: inactive " << sum[0] / L << ", hot-20% share " << sum[1] / L << ", recall " << sum[2] / L
-                            << ", precision " << sum[3] / L << ", jaccard next " << sum[4] / L << " vs 16 apart "
-                            << sum[5] / L);
 }

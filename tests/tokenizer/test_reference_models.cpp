@@ -41,19 +41,20 @@ void check_reference(const std::string& model, const std::string& reference, boo
 
 }  // namespace
 
-TEST_CASE("stories260K vocab matches llama.cpp prompts and text") {
+TEST_CASE("stories260K vocab matches llama.cpp prompts and text" * ember::test::needs_fixtures) {
   check_reference("stories260K.gguf", "stories260K.greedy.jsonl", true);
 }
 
-TEST_CASE("stories260K-v1 vocab is the same") {
+TEST_CASE("stories260K-v1 vocab is the same" * ember::test::needs_fixtures) {
   check_reference("stories260K-v1.gguf", "stories260K.greedy.jsonl", true);
 }
 
-TEST_CASE("llama-2-tiny-random 32000-token vocab matches llama.cpp prompts and text") {
+TEST_CASE("llama-2-tiny-random 32000-token vocab matches llama.cpp prompts and text" *
+          ember::test::needs_fixtures) {
   check_reference("llama-2-tiny-random.gguf", "llama-2-tiny-random.greedy.jsonl", true);
 }
 
-TEST_CASE("stories260K vocab basics") {
+TEST_CASE("stories260K vocab basics" * ember::test::needs_fixtures) {
   auto model_path = ember::test::fixture("models/stories260K.gguf");
   if (!model_path) return;
   const auto file = ember::gguf::GgufFile::open(model_path->string());

@@ -60,13 +60,17 @@ void round_trip(const std::string& vocab, TextKind kind) {
 
 }  // namespace
 
-TEST_CASE("round trip gpt-2") { round_trip("gpt-2", {}); }
+TEST_CASE("round trip gpt-2" * ember::test::needs_fixtures) { round_trip("gpt-2", {}); }
 // Falcon's vocabulary lacks a few control bytes (03, 04, 05, 0B, ...): they are dropped, as in llama.cpp.
-TEST_CASE("round trip falcon") { round_trip("falcon", {.extra = Extra::None}); }
+TEST_CASE("round trip falcon" * ember::test::needs_fixtures) { round_trip("falcon", {.extra = Extra::None}); }
 // SentencePiece escapes spaces before splitting into characters, so an invalid byte before a space
 // swallows part of the "▁" (as in llama.cpp): only valid UTF-8 round-trips.
-TEST_CASE("round trip llama-spm") { round_trip("llama-spm", {.spm_space = false, .extra = Extra::AnyCodepoint}); }
+TEST_CASE("round trip llama-spm" * ember::test::needs_fixtures) {
+  round_trip("llama-spm", {.spm_space = false, .extra = Extra::AnyCodepoint});
+}
 // This vocabulary has no alphabet tokens for the bytes that never occur in UTF-8 (C0, C1, F5-FF):
 // user-defined tokens with those letters' texts stand in, and they detokenize as the letters (as in
 // llama.cpp). Valid UTF-8 round-trips.
-TEST_CASE("round trip deepseek-llm") { round_trip("deepseek-llm", {.extra = Extra::AnyCodepoint}); }
+TEST_CASE("round trip deepseek-llm" * ember::test::needs_fixtures) {
+  round_trip("deepseek-llm", {.extra = Extra::AnyCodepoint});
+}

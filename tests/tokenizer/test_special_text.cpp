@@ -91,7 +91,7 @@ TEST_CASE("segments: add_special and no segments") {
   CHECK(tok.encode_segments(one, true) == tok.encode("ab", true, false));
 }
 
-TEST_CASE("segments: a real vocabulary keeps </s> in content as text") {
+TEST_CASE("segments: a real vocabulary keeps </s> in content as text" * ember::test::needs_fixtures) {
   const auto tok = fixture_tokenizer("vocab/ggml-vocab-llama-spm.gguf");
   if (!tok) return;
   const std::vector<TextSegment> prompt{{"<s>[INST] ", true}, {"x</s></s></s>", false}, {" [/INST]", true}};
@@ -105,7 +105,7 @@ TEST_CASE("segments: a real vocabulary keeps </s> in content as text") {
 
 // llama.cpp (llama-vocab.cpp) adds the control attribute to "</s>" with the other end-of-generation
 // texts, so a "</s>" that the GGUF types user-defined (Phi-3) is plain text without parse_special.
-TEST_CASE("phi-3: </s> is text without parse_special, as in llama.cpp") {
+TEST_CASE("phi-3: </s> is text without parse_special, as in llama.cpp" * ember::test::needs_fixtures) {
   const auto tok = fixture_tokenizer("vocab/ggml-vocab-phi-3.gguf");
   if (!tok) return;
   const std::string text = "<s> not special </s>";

@@ -80,12 +80,12 @@ void check_vocab(const std::string& name) {
 
 }  // namespace
 
-TEST_CASE("vocab fixture llama-spm") { check_vocab("llama-spm"); }
-TEST_CASE("vocab fixture phi-3") { check_vocab("phi-3"); }
-TEST_CASE("vocab fixture gpt-2") { check_vocab("gpt-2"); }
-TEST_CASE("vocab fixture falcon") { check_vocab("falcon"); }
-TEST_CASE("vocab fixture mpt") { check_vocab("mpt"); }
-TEST_CASE("vocab fixture starcoder") { check_vocab("starcoder"); }
-TEST_CASE("vocab fixture deepseek-coder") { check_vocab("deepseek-coder"); }
-TEST_CASE("vocab fixture deepseek-llm") { check_vocab("deepseek-llm"); }
-TEST_CASE("vocab fixture refact") { check_vocab("refact"); }
+TEST_CASE("vocab fixture llama-spm" * ember::test::needs_fixtures) { check_vocab("llama-spm"); }
+TEST_CASE("vocab fixture phi-3" * ember::test::needs_fixtures) { check_vocab("phi-3"); }
+TEST_CASE("vocab fixture gpt-2" * ember::test::needs_fixtures) { check_vocab("gpt-2"); }
+TEST_CASE("vocab fixture falcon" * ember::test::needs_fixtures) { check_vocab("falcon"); }
+TEST_CASE("vocab fixture mpt" * ember::test::needs_fixtures) { check_vocab("mpt"); }
+TEST_CASE("vocab fixture starcoder" * ember::test::needs_fixtures) { check_vocab("starcoder"); }
+TEST_CASE("vocab fixture deepseek-coder" * ember::test::needs_fixtures) { check_vocab("deepseek-coder"); }
+TEST_CASE("vocab fixture deepseek-llm" * ember::test::needs_fixtures) { check_vocab("deepseek-llm"); }
+TEST_CASE("vocab fixture refact" * ember::test::needs_fixtures) { check_vocab("refact"); }

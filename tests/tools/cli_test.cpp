@@ -51,7 +51,8 @@ TEST_CASE("a missing model file, a bad flag and a bad model give a one-line erro
   std::remove(bad.c_str());
 }
 
-TEST_CASE("ember run prints exactly the generated text and ember tokenize one line of ids") {
+TEST_CASE("ember run prints exactly the generated text and ember tokenize one line of ids" *
+          ember::test::needs_fixtures) {
   auto model = ember::test::fixture("models/stories260K.gguf");
   if (!model) return;
   // The first reference continuation of stories260K.greedy.jsonl, 16 tokens.
@@ -69,7 +70,7 @@ TEST_CASE("ember run prints exactly the generated text and ember tokenize one li
   CHECK(r.out == "1 403 407 261 378\n");
 }
 
-TEST_CASE("sampling with a seed is reproducible from the command line") {
+TEST_CASE("sampling with a seed is reproducible from the command line" * ember::test::needs_fixtures) {
   auto model = ember::test::fixture("models/stories260K.gguf");
   if (!model) return;
   const std::string args = "run -m " + model->string() + " -p 'Once upon a time' -n 24 --temp 1.0 --seed 42";

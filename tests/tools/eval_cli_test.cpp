@@ -21,7 +21,7 @@ std::string story() { return (ember::test::source_dir() / "tests" / "data" / "st
 
 }  // namespace
 
-TEST_CASE("ember eval --json prints one object with the required keys") {
+TEST_CASE("ember eval --json prints one object with the required keys" * ember::test::needs_fixtures) {
   auto model = ember::test::fixture("models/stories260K.gguf");
   if (!model) return;
   const std::string m = "-m " + model->string() + " -f " + story() + " -t 1";
@@ -56,7 +56,8 @@ TEST_CASE("ember eval --json prints one object with the required keys") {
   CHECK(r.out.find("perplexity") != std::string::npos);
 }
 
-TEST_CASE("ember eval --profile: per-layer thresholds calibrated by ember profile") {
+TEST_CASE("ember eval --profile: per-layer thresholds calibrated by ember profile" *
+          ember::test::needs_fixtures) {
   auto model = ember::test::fixture("models/stories260K.gguf");
   if (!model) return;
   const std::string profile = "/tmp/ember-eval-cli-" + std::to_string(::getpid()) + ".profile";
@@ -80,7 +81,8 @@ TEST_CASE("ember eval --profile: per-layer thresholds calibrated by ember profil
   std::remove(profile.c_str());
 }
 
-TEST_CASE("ember eval: a missing, empty or too short text is an error with exit code 1") {
+TEST_CASE("ember eval: a missing, empty or too short text is an error with exit code 1" *
+          ember::test::needs_fixtures) {
   auto model = ember::test::fixture("models/stories260K.gguf");
   if (!model) return;
   const std::string m = "-m " + model->string() + " ";

@@ -68,7 +68,8 @@ TEST_CASE("a FIFO as the model: run, tokenize and serve fail at once with 'not a
   check_refused_quickly(r, seconds_since(t0));
 }
 
-TEST_CASE("ember serve stops promptly, with status 0, when SIGTERM arrives while the model loads") {
+TEST_CASE("ember serve stops promptly, with status 0, when SIGTERM arrives while the model loads" *
+          ember::test::needs_fixtures) {
   auto model = ember::test::fixture("models/stories260K.gguf");
   if (!model) return;
   const std::string log_path = (work_dir() / "slow-load.log").string();

@@ -175,7 +175,8 @@ std::string get_unix(const std::string& path, const std::string& target) {
 
 }  // namespace
 
-TEST_CASE("ember serve from a config file: Unix socket only, logs each stage, exits 0 on SIGTERM") {
+TEST_CASE("ember serve from a config file: Unix socket only, logs each stage, exits 0 on SIGTERM" *
+          ember::test::needs_fixtures) {
   auto model = ember::test::fixture("models/stories260K.gguf");
   if (!model) return;
   const std::string sock = temp_path(".sock");
@@ -201,7 +202,7 @@ TEST_CASE("ember serve from a config file: Unix socket only, logs each stage, ex
   std::remove(err.c_str());
 }
 
-TEST_CASE("ember serve on a port already in use fails with one line") {
+TEST_CASE("ember serve on a port already in use fails with one line" * ember::test::needs_fixtures) {
   auto model = ember::test::fixture("models/stories260K.gguf");
   if (!model) return;
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
