@@ -1,7 +1,6 @@
 #include "core/model/inference_context.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -12,6 +11,7 @@
 #include "core/sparse/active_set.h"
 #include "core/sparse/neuron_rows_matmul.h"
 #include "core/sparse/predictor.h"
+#include "core/util/clock.h"
 
 namespace ember {
 namespace {
@@ -23,11 +23,6 @@ int64_t resolve_context(const ModelConfig& c, const ContextOptions& o) {
 }
 
 size_t sz(int64_t a, int64_t b) { return static_cast<size_t>(a) * static_cast<size_t>(b); }
-
-uint64_t now_ns() {
-  return static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
-}
 
 }  // namespace
 
