@@ -2,11 +2,9 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <filesystem>
 #include <optional>
 #include <stdexcept>
 #include <string>
-#include <system_error>
 
 #include "core/model/sequence_generator.h"
 
@@ -90,8 +88,15 @@ EngineWorker::EngineWorker(std::unique_ptr<Model> model, const EngineOptions& op
   metrics_.sparse_counted = sparse.mode != SparseOptions::Mode::Dense || sparse.diagnostics;
   metrics_.sparse_diagnostics = sparse.diagnostics;
   metrics_.sparse_mode = sparse_mode_name(sparse.mode);
-  offload_ = model_->offloaded_ffn();
-  if (offload_) start_offload();
+  if (OffloadedFfn* offloaded = model_->offloaded_ffn()) {
+    cache_ = std::make_unique<cache::CacheSupervisor>(
+        *offloaded, cache::CacheSupervisorOptions{options.activation_state, options.replan_tokens,
+                                                   [this](const std::string& line) { log(line); }});
+    const cache::CacheCounters counters = cache_->counters();
+    metrics_.offloaded = true;
+    metrics_.memory_budget_bytes = counters.budget_bytes;
+    metrics_.memory_io_buffer_bytes = counters.io_buffer_bytes;
+  }
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -101,94 +106,6 @@ void EngineWorker::log(const std::string& line) const {
   } else {
     std::fprintf(stderr, "ember: %s\n", line.c_str());
   }
-}
-
-namespace {
-
-std::string mib(uint64_t bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
-  return buf;
-}
-
-}  // namespace
-
-void EngineWorker::start_offload() {
-  metrics_.offloaded = true;
-  metrics_.memory_budget_bytes = offload_->budget_bytes();
-  metrics_.memory_io_buffer_bytes = offload_->io_buffer_bytes();
-  // The live counts of the last run, so a restarted daemon plans from real traffic at once. A
-  // missing file is the first start; a damaged or foreign one (another pack) is only a warning:
-  // the pack's own profile is a fine start.
-  const std::string& path = options_.activation_state;
-  bool loaded = false;
-  if (!path.empty()) {
-    std::error_code ec;
-    if (std::filesystem::exists(path, ec)) {
-      try {
-        offload_->load_activations(path);
-        loaded = true;
-        log("activation counts loaded from " + path);
-      } catch (const std::exception& e) {
-        log("warning: ignoring the saved activation counts " + path + " (" + e.what() +
-            "); starting from the pack's profile");
-      }
-    } else {
-      log("no saved activation counts at " + path + " yet: starting from the pack's profile");
-    }
-  }
-  if (loaded) {
-    // A failed re-plan here leaves no usable cache: a startup error, like a failed load.
-    ++replan_runs_;
-    if (offload_->replan()) log("hot set re-planned from the saved activation counts");
-  }
-  const cache::BudgetPlan& plan = offload_->plan();
-  uint32_t hot_neurons = 0;
-  for (uint32_t h : plan.hot) hot_neurons += h;
-  // The plan's parts add up to its total; the I/O buffers are scratch outside the budget (like the
-  // KV cache), listed so the memory the daemon really takes can be worked out from the log.
-  log("memory budget " + mib(offload_->budget_bytes()) + ": resident weights " + mib(plan.resident_bytes) +
-      " + hot neurons " + mib(plan.hot_total_bytes) + " (" + std::to_string(hot_neurons) + " bundles) + cold slots " +
-      mib(plan.cold_total_bytes) + " (" + std::to_string(plan.cold_slots) + ") = " + mib(plan.total_bytes) +
-      " (minimum " + mib(plan.minimum_bytes) + "); I/O buffers " + mib(offload_->io_buffer_bytes()) +
-      " outside the budget; reads: " + offload_->backend_name() + ", queue depth " +
-      std::to_string(offload_->queue_depth()) + (offload_->direct_io() ? ", O_DIRECT" : ", buffered"));
-  for (const std::string& w : offload_->warnings()) log("warning: " + w);
-  if (options_.replan_tokens == 0) log("hot set re-planning off (memory.replan_tokens 0)");
-}
-
-void EngineWorker::maybe_replan() {
-  if (!replan_due_) return;
-  replan_due_ = false;
-  decoded_since_replan_ = 0;
-  ++replan_runs_;
-  try {
-    if (offload_->replan()) {
-      log("hot set re-planned: hot neurons " + mib(offload_->plan().hot_total_bytes) + ", cold slots " +
-          std::to_string(offload_->plan().cold_slots));
-    }
-  } catch (const std::exception& e) {
-    ++replan_failures_;
-    // OffloadedFfn::replan() leaves a working cache without hot neurons behind: requests still run
-    // (slower, every neuron read on demand) and the next re-plan tries again.
-    log(std::string("error: re-planning the neuron cache failed: ") + e.what() +
-        "; serving on without hot neurons until the next re-plan");
-  }
-  save_activations();  // a crash later still leaves recent counts behind
-}
-
-bool EngineWorker::save_activations() {
-  const std::string& path = options_.activation_state;
-  if (!offload_ || path.empty()) return false;
-  try {
-    const std::filesystem::path parent = std::filesystem::path(path).parent_path();
-    if (!parent.empty()) std::filesystem::create_directories(parent);  // e.g. a first ~/.local/state/ember
-    offload_->save_activations(path);
-  } catch (const std::exception& e) {
-    log("warning: cannot save the activation counts to " + path + ": " + e.what());
-    return false;
-  }
-  return true;
 }
 
 EngineWorker::~EngineWorker() { stop(); }
@@ -232,8 +149,8 @@ void EngineWorker::stop() {
   if (was_running) thread_.join();
   // The engine thread is gone: nothing else touches the cache now. Saved once, on the stop that
   // ended the thread (SIGTERM in `ember serve`), so a restart begins warm.
-  if (was_running && offload_ && !options_.activation_state.empty()) {
-    if (save_activations()) log("activation counts saved to " + options_.activation_state);
+  if (was_running && cache_ && !cache_->state_path().empty()) {
+    if (cache_->save()) log("activation counts saved to " + cache_->state_path());
   }
   for (auto& job : dropped) {
     GenerationStats stats = cancelled_stats(job);
@@ -244,15 +161,14 @@ void EngineWorker::stop() {
 void EngineWorker::publish_locked() {
   add_counters(metrics_, unpublished_);
   unpublished_ = EngineMetrics{};
-  if (offload_) {
-    metrics_.replan_runs = replan_runs_;
-    metrics_.replan_failures = replan_failures_;
-  }
-  if (offload_) {
+  if (cache_) {
     // Copied here, on the engine thread between steps, so a scrape never waits for a layer step.
-    metrics_.offload = offload_->stats();
-    metrics_.replans = offload_->replans();
-    metrics_.memory_resident_bytes = offload_->plan().total_bytes;
+    const cache::CacheCounters counters = cache_->counters();
+    metrics_.replan_runs = counters.replan_runs;
+    metrics_.replan_failures = counters.replan_failures;
+    metrics_.offload = counters.offload;
+    metrics_.replans = counters.replans;
+    metrics_.memory_resident_bytes = counters.resident_bytes;
   }
   if (!metrics_.sparse_counted) return;
   // The contexts' counters are cumulative since construction (nothing here resets them), so the
@@ -317,7 +233,7 @@ bool EngineWorker::run_round(std::vector<GenerationJob>& cancelled) {
   }
   // Between steps, after a job ended: no forward pass is in flight, so the cache can be rebuilt.
   // Other slots' streams pause for it.
-  if (replan_due_) maybe_replan();
+  if (cache_) cache_->replan_if_due();
   return true;
 }
 
@@ -454,7 +370,7 @@ void EngineWorker::account(Slot& slot) {
   unpublished_.generated_tokens += static_cast<uint64_t>(now.generated_tokens - before.generated_tokens);
   unpublished_.prefill_seconds += now.prefill_seconds - before.prefill_seconds;
   unpublished_.decode_seconds += now.decode_seconds - before.decode_seconds;
-  decoded_since_replan_ += static_cast<uint64_t>(now.generated_tokens - before.generated_tokens);
+  if (cache_) cache_->decoded(static_cast<uint64_t>(now.generated_tokens - before.generated_tokens));
   before = now;
 }
 
@@ -462,11 +378,7 @@ void EngineWorker::finish(Slot& slot, std::exception_ptr error) {
   GenerationJob job = std::move(*slot.job);
   GenerationStats stats = slot.seq ? slot.seq->stats() : cancelled_stats(job);
   if (slot.seq) account(slot);
-  // Not after a failed job: its error may be a failing disk, and a re-plan that cannot read its hot
-  // neurons leaves a cache without hot neurons (see maybe_replan); the next good job triggers it instead.
-  if (offload_ && !error && options_.replan_tokens > 0 && decoded_since_replan_ >= options_.replan_tokens) {
-    replan_due_ = true;
-  }
+  if (cache_) cache_->job_finished(error != nullptr);  // may make a re-plan due (not after a failure)
   if (error) {
     ++unpublished_.jobs_failed;
   } else if (stats.finish == FinishReason::Cancelled) {

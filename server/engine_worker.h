@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/cache/cache_supervisor.h"
 #include "core/kernels/thread_pool.h"
 #include "core/model/generator.h"
 #include "core/model/inference_context.h"
@@ -148,11 +149,6 @@ class EngineWorker {
   // Adds the engine thread's not yet published counters to metrics_ (under mu_), and copies the
   // slots' sparse counters (engine thread only: the contexts are not touched by anyone else).
   void publish_locked();
-  // Under a memory budget: the saved activation counts and the plan at start; a re-plan between
-  // jobs; saving the counts (never throws: failures are logged).
-  void start_offload();
-  void maybe_replan();
-  bool save_activations();  // true when saved
   void log(const std::string& line) const;
 
   std::unique_ptr<Model> model_;
@@ -163,10 +159,9 @@ class EngineWorker {
   uint64_t kv_cache_bytes_ = 0;
   uint64_t use_clock_ = 0;  // engine thread: orders slots by last use (least recently used wins ties)
   EngineMetrics unpublished_;  // engine thread only: counter deltas since the last publish_locked()
-  OffloadedFfn* offload_ = nullptr;   // model_->offloaded_ffn()
-  uint64_t decoded_since_replan_ = 0; // engine thread only
-  bool replan_due_ = false;           // engine thread only: a job finished past replan_tokens
-  uint64_t replan_runs_ = 0, replan_failures_ = 0;  // engine thread; published under mu_
+  // Under a memory budget: the neuron cache's supervisor (re-plans, saved counts, its counters);
+  // engine thread only once the thread runs. Null without a budget.
+  std::unique_ptr<cache::CacheSupervisor> cache_;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

@@ -7,6 +7,8 @@
 #include <limits>
 #include <queue>
 
+#include "core/util/align.h"
+
 namespace ember::cache {
 namespace {
 
@@ -29,8 +31,9 @@ uint64_t checked_add(uint64_t a, uint64_t b, const char* what) {
 }
 
 uint64_t round_up(uint64_t v, uint64_t a, const char* what) {
-  if (v > kMax64 - (a - 1)) throw std::invalid_argument(std::string("memory budget planner: ") + what + " overflows");
-  return (v + a - 1) / a * a;
+  uint64_t r = 0;
+  if (!checked_align_up(v, a, &r)) throw std::invalid_argument(std::string("memory budget planner: ") + what + " overflows");
+  return r;
 }
 
 // Bytes of a hot region of `count` bundles (0 for none: no padding for an empty prefix).

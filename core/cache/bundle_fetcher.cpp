@@ -2,10 +2,11 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <cstring>
 #include <stdexcept>
 
+#include "core/util/align.h"
+#include "core/util/clock.h"
 #include "io/direct_file.h"
 #include "io/file.h"
 
@@ -14,12 +15,6 @@ namespace {
 
 constexpr uint64_t kStagingAlignment = io::kDirectAlignment;
 constexpr uint64_t kDefaultStagingCap = 16ull << 20;
-
-uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
-
-int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 int latency_bucket(int64_t ns) {
   uint64_t us = ns > 0 ? static_cast<uint64_t>(ns) / 1000 : 0;

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/cache/budget_planner.h"
+#include "core/util/align.h"
 
 namespace ember::cache {
 namespace {
@@ -21,8 +22,9 @@ uint64_t mul_or_throw(uint64_t a, uint64_t b, const char* what) {
 }
 
 uint64_t round_up(uint64_t v, uint64_t a) {
-  if (v > std::numeric_limits<uint64_t>::max() - (a - 1)) throw std::invalid_argument("neuron cache: size overflows");
-  return (v + a - 1) / a * a;
+  uint64_t r = 0;
+  if (!checked_align_up(v, a, &r)) throw std::invalid_argument("neuron cache: size overflows");
+  return r;
 }
 
 std::string entry_name(uint32_t layer, uint32_t neuron) {

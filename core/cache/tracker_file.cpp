@@ -145,14 +145,6 @@ int create_exclusive(const std::string& tmp) {
 
 }  // namespace
 
-uint64_t fnv1a64(std::span<const uint8_t> bytes, uint64_t state) {
-  for (uint8_t b : bytes) {
-    state ^= b;
-    state *= 0x100000001b3ull;
-  }
-  return state;
-}
-
 void save_tracker_atomically(const std::string& path, const ActivationTracker& tracker, const TrackerIdentity& identity) {
   check_shape(tracker, identity);
   const std::vector<uint8_t> data = encode(tracker, identity);

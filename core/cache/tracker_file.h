@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "core/cache/activation_tracker.h"
+#include "core/util/fnv1a.h"
 
 namespace ember::cache {
 
@@ -32,10 +33,6 @@ struct TrackerIdentity {
   std::vector<uint32_t> n_ff;  // per layer
   uint64_t fingerprint = 0;
 };
-
-inline constexpr uint64_t kFnv1a64Offset = 0xcbf29ce484222325ull;
-// FNV-1a 64 of `bytes`, continuing from `state` (chain calls to hash several pieces).
-uint64_t fnv1a64(std::span<const uint8_t> bytes, uint64_t state = kFnv1a64Offset);
 
 // Writes `path.tmp.<pid>`, fsyncs it, renames it over `path` and fsyncs the directory, so `path`
 // is always either the old file or the complete new one, even across a crash or power loss.

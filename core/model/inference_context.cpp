@@ -1,7 +1,6 @@
 #include "core/model/inference_context.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -9,9 +8,6 @@
 #include "core/kernels/attention.h"
 #include "core/kernels/type_traits.h"
 #include "core/model/ops.h"
-#include "core/sparse/active_set.h"
-#include "core/sparse/neuron_rows_matmul.h"
-#include "core/sparse/predictor.h"
 
 namespace ember {
 namespace {
@@ -24,11 +20,6 @@ int64_t resolve_context(const ModelConfig& c, const ContextOptions& o) {
 
 size_t sz(int64_t a, int64_t b) { return static_cast<size_t>(a) * static_cast<size_t>(b); }
 
-uint64_t now_ns() {
-  return static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
-}
-
 }  // namespace
 
 InferenceContext::InferenceContext(const Model& model, ThreadPool& pool, const ContextOptions& options)
@@ -36,7 +27,7 @@ InferenceContext::InferenceContext(const Model& model, ThreadPool& pool, const C
       c_(model.config()),
       pool_(pool),
       max_batch_(std::max<int64_t>(1, options.max_batch)),
-      observer_(options.ffn_observer),
+      skip_unread_rows_(options.ffn_observer == nullptr),
       kv_(c_, resolve_context(c_, options)),
       offload_(model.offloaded_ffn()) {
   const int64_t B = max_batch_;
@@ -53,71 +44,13 @@ InferenceContext::InferenceContext(const Model& model, ThreadPool& pool, const C
   att_scratch_.assign(sz(pool_.size(), attention_scratch_floats()), 0.0f);
   logits_.assign(static_cast<size_t>(c_.n_vocab), 0.0f);
   mm_scratch_.reserve(B, std::max({c_.n_embd, c_.n_ff, c_.n_embd_q(), model.weights().max_predictor_rank()}));
-  setup_sparse(options.sparse);
-}
 
-void InferenceContext::setup_sparse(const SparseOptions& o) {
-  using Mode = SparseOptions::Mode;
-  const ModelWeights& w = model_.weights();
-  if (o.mode == Mode::Oracle && !is_relu_family(c_.activation)) {
-    throw std::invalid_argument("sparse mode oracle needs a ReLU-family FFN (relu, drelu); this model's is " +
-                                std::string(activation_name(c_.activation)));
-  }
-  if (o.mode == Mode::Predictor && !w.has_predictor()) {
-    throw std::invalid_argument("sparse mode predictor needs predictor tensors (blk.N.fc1.weight, blk.N.fc2.weight); "
-                                "this model has none");
-  }
-  if (!o.layer_thresholds.empty() && static_cast<int64_t>(o.layer_thresholds.size()) != c_.n_layer) {
-    throw std::invalid_argument("sparse: " + std::to_string(o.layer_thresholds.size()) +
-                                " layer thresholds given, the model has " + std::to_string(c_.n_layer) + " layers");
-  }
-  for (float t : o.layer_thresholds) {
-    if (!std::isfinite(t)) throw std::invalid_argument("sparse: layer thresholds must be finite numbers");
-  }
-  if (!std::isnan(o.threshold_override) && !std::isfinite(o.threshold_override)) {
-    throw std::invalid_argument("sparse: threshold must be a finite number (or NaN for the model's)");
-  }
-  if (!(o.target_sparsity >= 0.0f && o.target_sparsity < 1.0f)) {
-    throw std::invalid_argument("sparse: target sparsity must be in [0, 1)");
-  }
-  if (offload_ != nullptr) {
-    // Under a memory budget the FFN weights are read on demand: only what needs no dense gate.
-    if (o.mode == Mode::Oracle || o.mode == Mode::Threshold) {
-      throw std::invalid_argument(std::string("sparse mode ") + (o.mode == Mode::Oracle ? "oracle" : "threshold") +
-                                  " computes every neuron's gate, which a memory budget keeps on storage; "
-                                  "use the predictor mode or dense");
-    }
-    if (o.diagnostics) {
-      throw std::invalid_argument("sparse diagnostics (recall, precision) compute the dense FFN alongside; "
-                                  "they need the whole model in memory (no memory budget)");
-    }
-    if (observer_ != nullptr) throw std::invalid_argument("profiling needs the whole model in memory (no memory budget)");
-  }
-  sparse_ = o;
-  collect_stats_ = o.mode != Mode::Dense || o.diagnostics;
+  check_sparse_options(options.sparse, c_, model.weights(), offload_ != nullptr, options.ffn_observer != nullptr);
+  sparse_ = options.sparse;
+  layer_threshold_ = layer_thresholds(sparse_, c_);
   stats_.assign(static_cast<size_t>(c_.n_layer), SparseLayerStats{});
-  // Thresholds per layer: explicit per-layer values, else the override, else (predictor) the
-  // file's powerinfer.sparse_threshold or (threshold mode) the per-token quantile.
-  quantile_threshold_ = false;
-  float uniform = o.threshold_override;
-  if (std::isnan(uniform)) {
-    if (o.mode == Mode::Predictor) uniform = c_.sparse_threshold;
-    if (o.mode == Mode::Threshold && o.layer_thresholds.empty()) quantile_threshold_ = true;
-  }
-  layer_threshold_.assign(static_cast<size_t>(c_.n_layer), uniform);
-  if (!o.layer_thresholds.empty()) layer_threshold_ = o.layer_thresholds;
-  if (quantile_threshold_) std::fill(layer_threshold_.begin(), layer_threshold_.end(), NAN);
-  if (o.mode == Mode::Dense) return;
-
-  const int64_t F = c_.n_ff;
-  down_rows_.resize(static_cast<size_t>(c_.n_layer));
-  for (int64_t l = 0; l < c_.n_layer; ++l) down_rows_[static_cast<size_t>(l)] = w.neuron_down_rows(l);
-  sparse_scratch_.reserve(c_.n_embd, F, pool_.size());
-  active_.assign(static_cast<size_t>(F), 0);
-  pred_hidden_.assign(static_cast<size_t>(std::max<int64_t>(1, w.max_predictor_rank())), 0.0f);
-  scores_.assign(static_cast<size_t>(F), 0.0f);
-  if (o.diagnostics) dense_h_.assign(static_cast<size_t>(F), 0.0f);
-  if (offload_ != nullptr) bundle_ffn_.reserve(offload_->layout(), F, pool_.size());
+  const FfnEnv env{c_, model.weights(), pool_, mm_scratch_, gate_, up_};
+  ffn_ = choose_ffn(env, FfnChoice{sparse_, layer_threshold_, options.ffn_observer, offload_, stats_});
 }
 
 SparseLayerStats InferenceContext::sparse_totals() const {
@@ -131,8 +64,7 @@ void InferenceContext::reset_sparse_stats() { std::fill(stats_.begin(), stats_.e
 uint64_t InferenceContext::scratch_bytes() const {
   const size_t floats = x_.size() + xb_.size() + q_.size() + k_.size() + v_.size() + att_.size() + tmp_.size() +
                         gate_.size() + up_.size() + rope_cs_.size() + logits_.size();
-  const size_t sparse = active_.size() + pred_hidden_.size() + scores_.size() + dense_h_.size();
-  return (floats + att_scratch_.size() + sparse) * sizeof(float) + sparse_scratch_.bytes() + bundle_ffn_.bytes();
+  return (floats + att_scratch_.size()) * sizeof(float) + ffn_.scratch_bytes();
 }
 
 int64_t InferenceContext::attention_scratch_floats() const {
@@ -171,14 +103,6 @@ void InferenceContext::mm(const MatrixView& w, const float* x, int64_t n, float*
   matmul(w, x, n, w.cols, y, w.rows, pool_, mm_scratch_);
 }
 
-void InferenceContext::ffn_down(const LayerWeights& L, const float* h, int64_t n, float* y) {
-  if (L.ffn_down.data != nullptr) {
-    mm(L.ffn_down, h, n, y);
-  } else {  // a pack: the down columns live in the bundles (ModelWeights::is_pack)
-    neuron_rows_matmul(L.ffn_down_t, h, n, c_.n_ff, y, c_.n_embd, pool_);
-  }
-}
-
 void InferenceContext::forward_batch(const int32_t* tokens, int64_t n, bool want_logits) {
   const ModelWeights& w = model_.weights();
   const int64_t E = c_.n_embd, Eq = c_.n_embd_q(), Ekv = c_.n_embd_kv(), R = c_.n_rot;
@@ -205,17 +129,13 @@ void InferenceContext::forward_batch(const int32_t* tokens, int64_t n, bool want
     rope_table(n_past_ + t, R, c_.rope_theta, &rope_cs_[sz(t, R)]);
   });
 
-  // Decode steps (one token) count into the sparse counters and run the sparse FFN when a sparse
-  // mode is set; prefill batches always run dense.
-  const bool decode_step = n == 1;
-  const bool counted = decode_step && collect_stats_;
-  const bool sparse_ffn_on = decode_step && sparse_.mode != SparseOptions::Mode::Dense;
-  const bool prefetch_on = sparse_ffn_on && offload_ != nullptr && offload_->prefetch_enabled() &&
-                           sparse_.mode == SparseOptions::Mode::Predictor;
+  // Decode steps (one token) run the decode strategy (a sparse mode, counted); prompt batches the
+  // dense one. Chosen once per batch; every layer then runs the same code.
+  FfnStrategy& ffn = n == 1 ? *ffn_.decode : *ffn_.batch;
   for (int64_t l = 0; l < c_.n_layer; ++l) {
     const LayerWeights& L = w.layers[static_cast<size_t>(l)];
-    if (prefetch_on) prefetch_layer(l, L, counted ? &stats_[static_cast<size_t>(l)] : nullptr);
-    const uint64_t t_layer = counted ? now_ns() : 0;
+    FfnStepReport report;
+    ffn.prefetch(l, x_.data(), report);
     per_token(0, [&](int64_t t) { rms_norm(&x_[sz(t, E)], L.attn_norm, &xb_[sz(t, E)], E, c_.rms_eps); });
     mm(L.wq, xb_.data(), n, q_.data());
     mm(L.wk, xb_.data(), n, k_.data());
@@ -229,9 +149,8 @@ void InferenceContext::forward_batch(const int32_t* tokens, int64_t n, bool want
     });
     // The last layer's output matters only where logits are read: for the last token, or for none
     // when this is not the final chunk of a prompt (its keys and values are cached above).
-    // An FFN observer (profiling) sees every token of every layer, so nothing is skipped then.
     int64_t first = 0;
-    if (l == c_.n_layer - 1 && observer_ == nullptr) {
+    if (l == c_.n_layer - 1 && skip_unread_rows_) {
       if (!want_logits) break;
       first = n - 1;
     }
@@ -242,14 +161,7 @@ void InferenceContext::forward_batch(const int32_t* tokens, int64_t n, bool want
       add_in_place(&x_[sz(t, E)], &tmp_[sz(t, E)], E);
       rms_norm(&x_[sz(t, E)], L.ffn_norm, &xb_[sz(t, E)], E, c_.rms_eps);
     });
-    if (counted) {  // always the case for a sparse decode step
-      SparseLayerStats& st = stats_[static_cast<size_t>(l)];
-      st.attention_ns += now_ns() - t_layer;
-      if (sparse_ffn_on) ffn_decode_sparse(l, L, st);
-      else ffn_decode_dense_counted(L, st);
-    } else {
-      ffn_dense(l, L, first, m);
-    }
+    ffn.run(l, FfnIo{&x_[sz(first, E)], &xb_[sz(first, E)], m, &tmp_[sz(first, E)]}, report);
     per_token(first, [&](int64_t t) { add_in_place(&x_[sz(t, E)], &tmp_[sz(t, E)], E); });
   }
   n_past_ += n;
@@ -258,153 +170,6 @@ void InferenceContext::forward_batch(const int32_t* tokens, int64_t n, bool want
     rms_norm(&x_[sz(n - 1, E)], w.output_norm, xb_.data(), E, c_.rms_eps);
     mm(w.output, xb_.data(), 1, logits_.data());
   }
-}
-
-void InferenceContext::ffn_dense(int64_t l, const LayerWeights& L, int64_t first, int64_t m) {
-  const int64_t E = c_.n_embd, F = c_.n_ff;
-  if (offload_ != nullptr) {  // the bundles are streamed from storage (no observer: see setup_sparse)
-    offload_->dense_step(l, &xb_[sz(first, E)], m, &gate_[sz(first, F)], &up_[sz(first, F)], &tmp_[sz(first, E)],
-                         pool_, mm_scratch_);
-    return;
-  }
-  mm(L.ffn_gate, &xb_[sz(first, E)], m, &gate_[sz(first, F)]);
-  mm(L.ffn_up, &xb_[sz(first, E)], m, &up_[sz(first, F)]);
-  if (observer_ != nullptr) {
-    FfnObservation obs;
-    obs.layer = l;
-    obs.n_tokens = m;
-    obs.n_embd = E;
-    obs.n_ff = F;
-    obs.residual = &x_[sz(first, E)];
-    obs.gate = &gate_[sz(first, F)];
-    obs.up = &up_[sz(first, F)];
-    observer_->observe(obs, pool_);
-  }
-  auto activate = [&](int64_t i, int) { ffn_activation(&gate_[sz(first + i, F)], &up_[sz(first + i, F)], F, c_.activation); };
-  if (m == 1) activate(0, 0);
-  else pool_.parallel_for(m, activate);
-  ffn_down(L, &gate_[sz(first, F)], m, &tmp_[sz(first, E)]);
-}
-
-void InferenceContext::ffn_decode_dense_counted(const LayerWeights& L, SparseLayerStats& st) {
-  const int64_t F = c_.n_ff;
-  const uint64_t t0 = now_ns();
-  mm(L.ffn_gate, xb_.data(), 1, gate_.data());
-  mm(L.ffn_up, xb_.data(), 1, up_.data());
-  ffn_activation(gate_.data(), up_.data(), F, c_.activation);
-  ffn_down(L, gate_.data(), 1, tmp_.data());
-  const uint64_t t1 = now_ns();
-  const auto truly = static_cast<uint64_t>(count_nonzero(gate_.data(), F));
-  st.tokens += 1;
-  st.neurons += static_cast<uint64_t>(F);
-  st.active += static_cast<uint64_t>(F);
-  st.truly_active += truly;
-  st.true_positive += truly;
-  st.ffn_ns += t1 - t0;
-}
-
-void InferenceContext::prefetch_layer(int64_t l, const LayerWeights& L, SparseLayerStats* st) {
-  // The residual entering the layer stands in for the one entering its FFN (attention changes it
-  // little): the predicted bundles are read while the attention runs. active_ is free until the
-  // real prediction (the fetcher keeps its own copy of the list).
-  const uint64_t t0 = now_ns();
-  const int64_t n = predict_layer(l, L);
-  if (n < c_.n_ff) offload_->prefetch(l, active_.data(), n);  // a dense step streams the layer anyway
-  if (st != nullptr) st->predictor_ns += now_ns() - t0;
-}
-
-int64_t InferenceContext::predict_layer(int64_t l, const LayerWeights& L) {
-  PredictorArgs p;
-  p.fc1 = L.pred_fc1;
-  p.fc2 = L.pred_fc2;
-  p.x = x_.data();  // the residual stream (before ffn_norm, or entering the layer for a prefetch)
-  p.threshold = layer_threshold_[static_cast<size_t>(l)];
-  p.hidden = pred_hidden_.data();
-  p.scores = scores_.data();
-  p.active = active_.data();
-  return predict_active_neurons(p, pool_, mm_scratch_);
-}
-
-void InferenceContext::ffn_decode_sparse(int64_t l, const LayerWeights& L, SparseLayerStats& st) {
-  using Mode = SparseOptions::Mode;
-  const int64_t F = c_.n_ff;
-  float* gate = gate_.data();  // row 0 of the batch buffers
-  float* up = up_.data();
-  int32_t* active = active_.data();
-  bool dense_gate = false, dense_up = false;
-  const float* gate_values = nullptr;
-  int64_t n_active = 0;
-
-  const uint64_t t0 = now_ns();
-  switch (sparse_.mode) {
-    case Mode::Oracle:
-      // The exact active set from the dense gate (and up); the sparse kernel then recomputes the
-      // gate and up of those neurons itself, so this mode tests the same gather path as the others.
-      mm(L.ffn_gate, xb_.data(), 1, gate);
-      dense_gate = true;
-      if (c_.activation == FfnActivation::DReLU) {
-        mm(L.ffn_up, xb_.data(), 1, up);
-        dense_up = true;
-      }
-      n_active = select_relu_active(gate, up, F, c_.activation, active);
-      break;
-    case Mode::Predictor:
-      n_active = predict_layer(l, L);  // into active_
-      break;
-    case Mode::Threshold: {
-      mm(L.ffn_gate, xb_.data(), 1, gate);
-      dense_gate = true;
-      gate_values = gate;
-      const float threshold =
-          quantile_threshold_ ? gate_magnitude_quantile(gate, F, c_.activation, sparse_.target_sparsity, scores_.data())
-                              : layer_threshold_[static_cast<size_t>(l)];
-      n_active = select_by_gate_magnitude(gate, F, c_.activation, threshold, active);
-      break;
-    }
-    case Mode::Dense: break;  // not called for Dense
-  }
-  const uint64_t t1 = now_ns();
-  if (sparse_.diagnostics) {
-    // The true activations, computed densely, only to count recall and precision.
-    if (!dense_gate) mm(L.ffn_gate, xb_.data(), 1, gate);
-    if (!dense_up) mm(L.ffn_up, xb_.data(), 1, up);
-    dense_gate = dense_up = true;
-    std::memcpy(dense_h_.data(), gate, sz(F, 1) * sizeof(float));
-    ffn_activation(dense_h_.data(), up, F, c_.activation);
-    st.truly_active += static_cast<uint64_t>(count_nonzero(dense_h_.data(), F));
-    st.true_positive += static_cast<uint64_t>(count_nonzero_at(dense_h_.data(), active, n_active));
-  }
-  const uint64_t t2 = now_ns();
-  if (offload_ != nullptr) {
-    // Through the neuron cache (predictor mode; setup_sparse refused the others).
-    if (n_active == F) ffn_dense(l, L, 0, 1);
-    else offload_->sparse_step(l, xb_.data(), active, n_active, pool_, bundle_ffn_, tmp_.data());
-  } else if (n_active == F) {
-    // Nothing skipped: the dense kernels, so the result is the dense path's bit for bit.
-    if (!dense_gate) mm(L.ffn_gate, xb_.data(), 1, gate);
-    if (!dense_up) mm(L.ffn_up, xb_.data(), 1, up);
-    ffn_activation(gate, up, F, c_.activation);
-    ffn_down(L, gate, 1, tmp_.data());
-  } else {
-    SparseFfnArgs a;
-    a.gate = L.ffn_gate;
-    a.up = L.ffn_up;
-    a.down_rows = down_rows_[static_cast<size_t>(l)];
-    a.act = c_.activation;
-    a.x = xb_.data();
-    a.active = active;
-    a.n_active = n_active;
-    a.gate_values = gate_values;
-    a.out = tmp_.data();
-    sparse_ffn(a, pool_, sparse_scratch_);
-  }
-  const uint64_t t3 = now_ns();
-  st.tokens += 1;
-  st.neurons += static_cast<uint64_t>(F);
-  st.active += static_cast<uint64_t>(n_active);
-  st.predictor_ns += t1 - t0;
-  st.diagnostics_ns += t2 - t1;
-  st.ffn_ns += t3 - t2;
 }
 
 void InferenceContext::attention(int64_t layer, int64_t first, int64_t n) {

@@ -8,11 +8,10 @@
 
 #include "core/kernels/matmul.h"
 #include "core/kernels/thread_pool.h"
+#include "core/model/ffn_setup.h"
 #include "core/model/kv_cache.h"
 #include "core/model/model.h"
 #include "core/sparse/ffn_observer.h"
-#include "core/sparse/sparse_bundle_ffn.h"
-#include "core/sparse/sparse_ffn.h"
 #include "core/sparse/sparse_options.h"
 #include "core/sparse/sparse_stats.h"
 
@@ -40,6 +39,9 @@ class InferenceContext {
   // model, predictor without predictor tensors, wrong number of layer thresholds, ...). A sparse
   // mode on a model without ffn_down_t makes the model build its transposed down copy (once).
   InferenceContext(const Model& model, ThreadPool& pool, const ContextOptions& options = {});
+  // The FFN strategies hold references into the context's scratch: it stays where it was built.
+  InferenceContext(const InferenceContext&) = delete;
+  InferenceContext& operator=(const InferenceContext&) = delete;
 
   // Evaluates tokens at positions [n_past, n_past + tokens.size()) and returns the logits
   // (n_vocab floats, valid until the next call) after the last one. Throws ContextOverflow when
@@ -72,26 +74,14 @@ class InferenceContext {
   // Attention output of tokens [first, n) of the current batch.
   void attention(int64_t layer, int64_t first, int64_t n);
   void mm(const MatrixView& w, const float* x, int64_t n, float* y);
-  // y = down(h) for n tokens: the matmul, or on a pack (no ffn_down matrix) the neuron-major rows.
-  void ffn_down(const LayerWeights& L, const float* h, int64_t n, float* y);
-  void setup_sparse(const SparseOptions& options);
-  // Layer l's predictor on x_ (the residual stream) into active_; returns the count.
-  int64_t predict_layer(int64_t l, const LayerWeights& L);
-  // Decode steps with OffloadOptions::prefetch: start reading layer l's predicted bundles.
-  void prefetch_layer(int64_t l, const LayerWeights& L, SparseLayerStats* st);
-  // The FFN of a decode step in the sparse mode: xb_ row 0 (normed) and x_ row 0 (residual, for
-  // the predictor) -> tmp_ row 0.
-  void ffn_decode_sparse(int64_t layer, const LayerWeights& L, SparseLayerStats& stats);
-  // xb_ rows [first, first + m) -> tmp_ rows: the dense FFN (gate, up, activation, down).
-  void ffn_dense(int64_t layer, const LayerWeights& L, int64_t first, int64_t m);
-  // The dense FFN of a decode step with diagnostics on: also counts the truly active neurons.
-  void ffn_decode_dense_counted(const LayerWeights& L, SparseLayerStats& stats);
 
   const Model& model_;
   const ModelConfig& c_;
   ThreadPool& pool_;
   int64_t max_batch_;
-  FfnObserver* observer_;
+  // The last layer computes only the rows whose logits are read; an FFN observer (profiling) sees
+  // every token of every layer, so then nothing is skipped.
+  bool skip_unread_rows_;
   KvCache kv_;
   int64_t n_past_ = 0;
   MatmulScratch mm_scratch_;
@@ -102,20 +92,12 @@ class InferenceContext {
   int64_t attention_scratch_floats() const;
   std::vector<float> logits_;           // (n_vocab)
 
-  // Sparse FFN (decode steps); see setup_sparse().
+  // The FFN, chosen once (ffn_setup.h): the strategies for prompt batches and decode steps.
   SparseOptions sparse_;
-  bool collect_stats_ = false;
-  bool quantile_threshold_ = false;     // Threshold mode by per-token quantile (target_sparsity)
   std::vector<float> layer_threshold_;  // (n_layer)
-  std::vector<MatrixView> down_rows_;   // (n_layer) one row per neuron
-  SparseFfnScratch sparse_scratch_;
+  std::vector<SparseLayerStats> stats_; // (n_layer) decode steps, counted by the CountedFfn decorator
   OffloadedFfn* offload_ = nullptr;     // the model's neuron cache under a memory budget, or null
-  SparseBundleFfn bundle_ffn_;          // sparse steps through the neuron cache
-  std::vector<int32_t> active_;         // (n_ff) neuron ids of the current layer
-  std::vector<float> pred_hidden_;      // (max predictor rank)
-  std::vector<float> scores_;           // (n_ff) predictor scores / quantile scratch
-  std::vector<float> dense_h_;          // (n_ff) diagnostics: the true activations
-  std::vector<SparseLayerStats> stats_; // (n_layer)
+  FfnStrategies ffn_;
 };
 
 }  // namespace ember

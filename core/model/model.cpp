@@ -3,6 +3,34 @@
 #include <stdexcept>
 
 namespace ember {
+namespace {
+
+// The pack as the neuron cache sees it (core/cache/offloaded_ffn.h): numbers and views only.
+OffloadedPack offloaded_pack(const gguf::GgufFile& file, const ModelConfig& c, const ModelWeights& w) {
+  if (!w.is_pack() || !w.bundles_offloaded()) {
+    throw std::invalid_argument("a memory budget needs a neuron-bundle pack (make one with `ember pack`)");
+  }
+  const pack::BundleLayout& b = w.pack_info().layout;
+  OffloadedPack p;
+  p.path = file.path();
+  p.n_layer = c.n_layer;
+  p.n_embd = c.n_embd;
+  p.n_ff = c.n_ff;
+  p.activation = c.activation;
+  p.layout = {b.gate_type, b.up_type, b.down_type, b.up_offset, b.down_offset, c.n_embd};
+  p.bundle_bytes = b.bundle_bytes;
+  for (const LayerWeights& L : w.layers) {
+    p.bundles_offset.push_back(L.bundles_offset);
+    p.neuron_freq.push_back(L.neuron_freq);
+    p.neuron_perm.push_back(L.neuron_perm);
+  }
+  p.token_embd = w.token_embd;
+  p.token_embd_offset = w.token_embd_offset;
+  p.resident_bytes = w.memory_bytes();
+  return p;
+}
+
+}  // namespace
 
 Model::Model(gguf::GgufFile file, ModelConfig config, Tokenizer tokenizer, const ModelLoadOptions& options)
     : file_(std::move(file)),
@@ -13,7 +41,7 @@ Model::Model(gguf::GgufFile file, ModelConfig config, Tokenizer tokenizer, const
     checkpoint(options);
     OffloadOptions offload = options.offload;
     if (!offload.checkpoint) offload.checkpoint = options.checkpoint;  // the hot-neuron reads
-    offload_ = std::make_unique<OffloadedFfn>(file_, config_, weights_, offload);
+    offload_ = std::make_unique<OffloadedFfn>(offloaded_pack(file_, config_, weights_), offload);
   }
 }
 

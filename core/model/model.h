@@ -8,7 +8,7 @@
 #include "core/gguf/gguf_file.h"
 #include "core/model/model_config.h"
 #include "core/model/model_weights.h"
-#include "core/model/offloaded_ffn.h"
+#include "core/cache/offloaded_ffn.h"
 #include "core/tokenizer/tokenizer.h"
 
 namespace ember {

@@ -138,7 +138,7 @@ void ModelWeights::bind_pack_layer(const gguf::GgufFile& file, const ModelConfig
   }
   l.bundles_offset = tb.offset;
   // Offloaded: the views keep their shapes for the kernels' checks, with no data; the neuron cache
-  // reads the bundles (core/model/offloaded_ffn.h).
+  // reads the bundles (core/cache/offloaded_ffn.h).
   // All in RAM with repacking on (the fast in-memory mode): the bundles are read into huge-page
   // memory rather than mapped. File pages are 4 KiB, and the sparse FFN reads ~7 KB bundles at
   // random: fewer TLB misses on 2 MiB pages (see io::AlignedBuffer).

@@ -40,7 +40,7 @@ struct LayerWeights {
   const float* neuron_freq = nullptr;
   // Packs only: file offset of blk.N.ffn_bundles. With offloaded bundles (ModelWeights'
   // offload_bundles) the bundle views above have data == nullptr and the neuron cache
-  // (core/model/offloaded_ffn.h) reads the bundles from here.
+  // (core/cache/offloaded_ffn.h) reads the bundles from here.
   uint64_t bundles_offset = 0;
 };
 

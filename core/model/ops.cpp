@@ -35,25 +35,6 @@ void rope_apply(float* x, int64_t n_heads, int64_t head_dim, int64_t n_rot, cons
   }
 }
 
-void ffn_activation(float* gate, const float* up, int64_t n, FfnActivation act) {
-  switch (act) {
-    case FfnActivation::SiLU:
-      for (int64_t i = 0; i < n; ++i) {
-        const float g = gate[i];
-        gate[i] = (g / (1.0f + std::exp(-g))) * up[i];
-      }
-      break;
-    case FfnActivation::ReLU:
-      for (int64_t i = 0; i < n; ++i) gate[i] = (gate[i] > 0.0f ? gate[i] : 0.0f) * up[i];
-      break;
-    case FfnActivation::DReLU:
-      for (int64_t i = 0; i < n; ++i) {
-        gate[i] = (gate[i] > 0.0f ? gate[i] : 0.0f) * (up[i] > 0.0f ? up[i] : 0.0f);
-      }
-      break;
-  }
-}
-
 void add_in_place(float* x, const float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] += y[i];
 }

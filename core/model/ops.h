@@ -17,9 +17,6 @@ void rope_table(int64_t pos, int64_t n_rot, float theta, float* cs);
 // Rotates the first n_rot dims of each of n_heads vectors of head_dim floats in place.
 void rope_apply(float* x, int64_t n_heads, int64_t head_dim, int64_t n_rot, const float* cs);
 
-// h[i] = act(gate[i]) * up[i] (dReLU: relu(gate[i]) * relu(up[i])), written over gate.
-void ffn_activation(float* gate, const float* up, int64_t n, FfnActivation act);
-
 // x[i] += y[i].
 void add_in_place(float* x, const float* y, int64_t n);
 

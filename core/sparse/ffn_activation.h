@@ -35,4 +35,8 @@ inline float neuron_activation(FfnActivation a, float g, float u) {
   return 0.0f;
 }
 
+// h[i] = act(gate[i]) * up[i] (dReLU: relu(gate[i]) * relu(up[i])) for a row of n neurons, written
+// over gate: the dense FFN's activation (in RAM and streamed from storage alike).
+void ffn_activation(float* gate, const float* up, int64_t n, FfnActivation act);
+
 }  // namespace ember

@@ -23,7 +23,7 @@ namespace ember {
 // h holds n_tokens rows of rows.rows (n_ff) floats, h_stride apart; out holds n_tokens rows of
 // n_embd floats, out_stride apart (overwritten, or added to with `accumulate`: the rows of a
 // matrix given in consecutive slices, ascending, sum to exactly what the whole matrix gives, which
-// is how the neuron cache streams a layer's bundles past the FFN, core/model/offloaded_ffn.h).
+// is how the neuron cache streams a layer's bundles past the FFN, core/cache/offloaded_ffn.h).
 void neuron_rows_matmul(const MatrixView& rows, const float* h, int64_t n_tokens, int64_t h_stride, float* out,
                         int64_t out_stride, ThreadPool& pool, bool accumulate = false);
 

@@ -21,6 +21,8 @@
 #include "core/cache/tracker_file.h"
 
 using namespace ember::cache;
+using ember::fnv1a64;
+using ember::kFnv1a64Offset;
 namespace fs = std::filesystem;
 
 namespace {
@@ -328,5 +330,5 @@ TEST_CASE("tracker file: fnv1a64 chains") {
   const std::vector<uint8_t> b = {'b'};
   CHECK(fnv1a64(ab) == fnv1a64(b, fnv1a64(a)));
   CHECK(fnv1a64(a) == 0xaf63dc4c8601ec8cull);  // the published FNV-1a 64 of "a"
-  CHECK(fnv1a64({}) == kFnv1a64Offset);
+  CHECK(fnv1a64(std::span<const uint8_t>{}) == kFnv1a64Offset);
 }

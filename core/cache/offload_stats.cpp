@@ -1,4 +1,4 @@
-#include "core/model/offload_stats.h"
+#include "core/cache/offload_stats.h"
 
 namespace ember {
 namespace {

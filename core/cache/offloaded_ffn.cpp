@@ -1,8 +1,7 @@
-#include "core/model/offloaded_ffn.h"
+#include "core/cache/offloaded_ffn.h"
 
 #include <algorithm>
 #include <cmath>
-#include <chrono>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -11,9 +10,11 @@
 #include "core/cache/prefix_frequencies.h"
 #include "core/cache/tracker_file.h"
 #include "core/kernels/type_traits.h"
-#include "core/model/ops.h"
 #include "core/sparse/ffn_activation.h"
 #include "core/sparse/neuron_rows_matmul.h"
+#include "core/util/align.h"
+#include "core/util/clock.h"
+#include "core/util/fnv1a.h"
 
 namespace ember {
 namespace {
@@ -25,15 +26,8 @@ constexpr int64_t kChunkAlign = 64;                // stream chunks: whole matmu
 constexpr size_t kParallelBundles = 64;            // arrivals computed on the pool from this many
 constexpr uint32_t kHotReadBytes = 1u << 20;       // one read of the hot prefixes (load_hot_prefixes)
 
-uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
-
-uint64_t now_ns() {
-  return static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
-}
-
-io::DirectFile open_pack(const gguf::GgufFile& file, const OffloadOptions& o) {
-  return io::DirectFile::open(file.path(), o.buffered ? io::DirectMode::Buffered : io::DirectMode::PreferDirect);
+io::DirectFile open_pack(const OffloadedPack& pack, const OffloadOptions& o) {
+  return io::DirectFile::open(pack.path, o.buffered ? io::DirectMode::Buffered : io::DirectMode::PreferDirect);
 }
 
 // Streamed chunks are multiples of kChunkAlign neurons, so that the matmul row blocks inside a chunk
@@ -53,16 +47,15 @@ int64_t stream_chunk_neurons(uint64_t chunk_bytes, uint64_t bundle_bytes, int64_
 
 }  // namespace
 
-OffloadedFfn::OffloadedFfn(const gguf::GgufFile& file, const ModelConfig& c, const ModelWeights& w,
-                           const OffloadOptions& o)
-    : c_(c), w_(w), budget_(o.budget_bytes), options_(o), file_(open_pack(file, o)) {
-  if (!w.is_pack() || !w.bundles_offloaded()) {
-    throw std::invalid_argument("a memory budget needs a neuron-bundle pack (make one with `ember pack`)");
+OffloadedFfn::OffloadedFfn(const OffloadedPack& pack, const OffloadOptions& o)
+    : p_(pack), budget_(o.budget_bytes), options_(o), file_(open_pack(pack, o)) {
+  if (p_.bundles_offset.size() != static_cast<size_t>(p_.n_layer) || p_.neuron_freq.size() != p_.bundles_offset.size() ||
+      p_.neuron_perm.size() != p_.bundles_offset.size()) {
+    throw std::invalid_argument("offloaded FFN: the pack description needs one entry per layer");
   }
-  const pack::BundleLayout& b = w.pack_info().layout;
-  layout_ = {b.gate_type, b.up_type, b.down_type, b.up_offset, b.down_offset, c.n_embd};
-  bundle_bytes_ = b.bundle_bytes;
-  const int64_t F = c.n_ff;
+  layout_ = p_.layout;
+  bundle_bytes_ = p_.bundle_bytes;
+  const int64_t F = p_.n_ff;
   if (!file_.warning().empty()) warnings_.push_back(file_.warning());
   io::ReaderChoice choice = io::make_batch_reader(o.backend, file_, o.reader);
   reader_ = std::move(choice.reader);
@@ -80,28 +73,28 @@ OffloadedFfn::OffloadedFfn(const gguf::GgufFile& file, const ModelConfig& c, con
   const uint64_t layer_bytes = align_up(static_cast<uint64_t>(F) * bundle_bytes_, kAlign) + 2 * kAlign;
   const uint64_t staging = std::max(largest_read, std::min(kMaxStagingBytes, layer_bytes));
   io_buffer_bytes_ = staging + 2 * stream_bytes;
-  weights_bytes_ = w.memory_bytes();
+  weights_bytes_ = p_.resident_bytes;
 
   staging_bytes_ = staging;
 
   // The live activation counts start from the pack's profile, weighted as one half-life of traffic.
-  std::vector<uint32_t> n_ffs(static_cast<size_t>(c.n_layer), static_cast<uint32_t>(F));
+  std::vector<uint32_t> n_ffs(static_cast<size_t>(p_.n_layer), static_cast<uint32_t>(F));
   tracker_ = std::make_unique<cache::ActivationTracker>(n_ffs, o.activation_half_life);
   const double prior = std::isfinite(o.activation_half_life) ? o.activation_half_life : 1e6;
-  fingerprint_ = cache::fnv1a64(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(&bundle_bytes_), 8));
-  for (int64_t l = 0; l < c.n_layer; ++l) {
-    const LayerWeights& L = w.layers[static_cast<size_t>(l)];
-    tracker_->seed(static_cast<size_t>(l), std::span<const float>(L.neuron_freq, static_cast<size_t>(F)), prior);
-    fingerprint_ = cache::fnv1a64(
-        std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(L.neuron_perm), static_cast<size_t>(F) * 4), fingerprint_);
+  fingerprint_ = fnv1a64(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(&bundle_bytes_), 8));
+  for (int64_t l = 0; l < p_.n_layer; ++l) {
+    const auto i = static_cast<size_t>(l);
+    tracker_->seed(i, std::span<const float>(p_.neuron_freq[i], static_cast<size_t>(F)), prior);
+    fingerprint_ = fnv1a64(
+        std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(p_.neuron_perm[i]), static_cast<size_t>(F) * 4), fingerprint_);
   }
   const uint64_t file_bytes = file_.size();
-  fingerprint_ = cache::fnv1a64(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(&file_bytes), 8), fingerprint_);
+  fingerprint_ = fnv1a64(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(&file_bytes), 8), fingerprint_);
 
   plan_ = cache::plan_budget(plan_input(/*live=*/false));
   build_cache();
   options_.checkpoint = nullptr;  // the load's: replan() reads without it, and it is not kept
-  embed_row_ = io::AlignedBuffer(static_cast<size_t>(align_up(w.token_embd.row_stride, kAlign) + 2 * kAlign), kAlign);
+  embed_row_ = io::AlignedBuffer(static_cast<size_t>(align_up(p_.token_embd.row_stride, kAlign) + 2 * kAlign), kAlign);
   for (StreamBuffer& sb : stream_) sb.bytes = io::AlignedBuffer(stream_bytes, kAlign);
   requests_.resize(stream_bytes / kStreamReadBytes + 2);
   completions_.resize(std::max<size_t>(reader_->capacity(), 1));
@@ -115,14 +108,14 @@ OffloadedFfn::OffloadedFfn(const gguf::GgufFile& file, const ModelConfig& c, con
 }
 
 cache::BudgetPlanInput OffloadedFfn::plan_input(bool live) const {
-  const int64_t F = c_.n_ff;
+  const int64_t F = p_.n_ff;
   cache::BudgetPlanInput in;
   in.budget_bytes = budget_;
   in.resident_bytes = weights_bytes_;
   in.pinned_layers = 1;
   in.locality_tokens = options_.cold_locality_tokens;
-  for (int64_t l = 0; l < c_.n_layer; ++l) {
-    const float* freq = w_.layers[static_cast<size_t>(l)].neuron_freq;
+  for (int64_t l = 0; l < p_.n_layer; ++l) {
+    const float* freq = p_.neuron_freq[static_cast<size_t>(l)];
     // Any step may list every neuron of a layer (the predictor has no upper bound), so the pool
     // holds at least one layer's worth of cold slots.
     in.layers.push_back({static_cast<uint32_t>(F), bundle_bytes_, std::span<const float>(freq, static_cast<size_t>(F)),
@@ -131,8 +124,8 @@ cache::BudgetPlanInput OffloadedFfn::plan_input(bool live) const {
   if (live) {
     // Live frequencies are not ordered like the pack: the planner gets their non-increasing fit
     // (cache/prefix_frequencies.h), which keeps each layer's hot set a prefix of its bundles.
-    live_freq_.resize(static_cast<size_t>(c_.n_layer * F));
-    for (int64_t l = 0; l < c_.n_layer; ++l) {
+    live_freq_.resize(static_cast<size_t>(p_.n_layer * F));
+    for (int64_t l = 0; l < p_.n_layer; ++l) {
       std::span<float> f(live_freq_.data() + l * F, static_cast<size_t>(F));
       tracker_->frequency(static_cast<size_t>(l), f);
       cache::prefix_plan_frequencies(f, f);
@@ -143,12 +136,12 @@ cache::BudgetPlanInput OffloadedFfn::plan_input(bool live) const {
 }
 
 void OffloadedFfn::build_cache() {
-  const int64_t F = c_.n_ff;
+  const int64_t F = p_.n_ff;
   std::vector<cache::CacheLayerShape> shapes;
   std::vector<uint64_t> offsets;
-  for (int64_t l = 0; l < c_.n_layer; ++l) {
+  for (int64_t l = 0; l < p_.n_layer; ++l) {
     shapes.push_back({static_cast<uint32_t>(F), bundle_bytes_, plan_.hot[static_cast<size_t>(l)]});
-    offsets.push_back(w_.layers[static_cast<size_t>(l)].bundles_offset);
+    offsets.push_back(p_.bundles_offset[static_cast<size_t>(l)]);
   }
   fetcher_.reset();  // the old cache and its fetcher go first: memory never holds two caches
   cache_.reset();
@@ -207,7 +200,7 @@ uint64_t OffloadedFfn::replans() const {
 }
 
 cache::TrackerIdentity OffloadedFfn::tracker_identity() const {
-  return {std::vector<uint32_t>(static_cast<size_t>(c_.n_layer), static_cast<uint32_t>(c_.n_ff)), fingerprint_};
+  return {std::vector<uint32_t>(static_cast<size_t>(p_.n_layer), static_cast<uint32_t>(p_.n_ff)), fingerprint_};
 }
 
 void OffloadedFfn::save_activations(const std::string& path) const {
@@ -223,8 +216,8 @@ void OffloadedFfn::load_activations(const std::string& path) {
 }
 
 void OffloadedFfn::embed(int32_t token, float* out) try {
-  const MatrixView& e = w_.token_embd;
-  const uint64_t at = w_.token_embd_offset + e.row_stride * static_cast<uint64_t>(token);
+  const MatrixView& e = p_.token_embd;
+  const uint64_t at = p_.token_embd_offset + e.row_stride * static_cast<uint64_t>(token);
   const uint64_t end = at + e.row_stride;  // inside the file: checked when the model was opened
   const uint64_t a0 = file_.is_direct() ? at / kAlign * kAlign : at;
   const uint64_t a1 = file_.is_direct() ? align_up(end, kAlign) : end;
@@ -277,7 +270,7 @@ void OffloadedFfn::sparse_step(int64_t layer, const float* x, const int32_t* act
   ++stats_.sparse_steps;
   tracker_->record(static_cast<uint32_t>(layer), std::span<const int32_t>(active, static_cast<size_t>(n_active)));
   cache_->begin_step();  // the previous layer's bundles may be evicted now
-  kernel.begin(c_.activation, x, n_active);
+  kernel.begin(p_.activation, x, n_active);
   // Bundles [b, e) of a batch, kActivateGroup at a time (their dots computed together).
   auto activate_range = [&](std::span<const cache::FetchedBundle> bundles, int64_t b, int64_t e) {
     constexpr int64_t G = SparseBundleFfn::kActivateGroup;
@@ -305,7 +298,7 @@ void OffloadedFfn::sparse_step(int64_t layer, const float* x, const int32_t* act
     pool.parallel_for(tasks, [&](int64_t t, int) { activate_range(bundles, t * 32, std::min(n, (t + 1) * 32)); });
   };
   std::span<const int32_t> list(active, static_cast<size_t>(n_active));
-  const uint64_t tensor = w_.layers[static_cast<size_t>(layer)].bundles_offset;
+  const uint64_t tensor = p_.bundles_offset[static_cast<size_t>(layer)];
   if (fetcher_->prefetch_in_flight() && fetcher_->prefetch_layer() == static_cast<uint32_t>(layer)) {
     // This layer's predicted bundles are being read (prefetch()): compute the bundles already in
     // memory while those reads land, then fetch the rest, which begin() finds mostly prefetched.
@@ -314,7 +307,7 @@ void OffloadedFfn::sparse_step(int64_t layer, const float* x, const int32_t* act
     size_t n_now = 0, n_later = 0;
     for (int64_t i = 0; i < n_active; ++i) {
       const auto neuron = static_cast<uint32_t>(active[i]);
-      const bool resident = neuron < static_cast<uint32_t>(c_.n_ff) && cache_->peek(static_cast<uint32_t>(layer), neuron) != nullptr;
+      const bool resident = neuron < static_cast<uint32_t>(p_.n_ff) && cache_->peek(static_cast<uint32_t>(layer), neuron) != nullptr;
       if (resident) {
         now_[n_now++] = cache::FetchedBundle{static_cast<uint32_t>(i), neuron, cache_->find(static_cast<uint32_t>(layer), neuron)};
       } else {
@@ -373,7 +366,7 @@ void OffloadedFfn::prefetch(int64_t layer, const int32_t* predicted, int64_t n_p
   cache_->begin_step();  // the previous layer is done: its bundles may make room
   try {
     fetcher_->prefetch(static_cast<uint32_t>(layer), std::span<const int32_t>(predicted, static_cast<size_t>(n_predicted)),
-                       w_.layers[static_cast<size_t>(layer)].bundles_offset);
+                       p_.bundles_offset[static_cast<size_t>(layer)]);
   } catch (const cache::FetchError&) {
     // Best effort: the step reads what the prefetch could not, and reports a failing disk itself.
   } catch (const io::IoError&) {
@@ -388,8 +381,8 @@ const uint8_t* OffloadedFfn::hot_data(int64_t layer, int64_t first, int64_t end)
 }
 
 void OffloadedFfn::start_chunk(int64_t layer, int64_t chunk, StreamBuffer& buf) {
-  const int64_t first = chunk * chunk_neurons_, end = std::min(c_.n_ff, first + chunk_neurons_);
-  const uint64_t begin_at = w_.layers[static_cast<size_t>(layer)].bundles_offset + static_cast<uint64_t>(first) * bundle_bytes_;
+  const int64_t first = chunk * chunk_neurons_, end = std::min(p_.n_ff, first + chunk_neurons_);
+  const uint64_t begin_at = p_.bundles_offset[static_cast<size_t>(layer)] + static_cast<uint64_t>(first) * bundle_bytes_;
   const uint64_t end_at = begin_at + static_cast<uint64_t>(end - first) * bundle_bytes_;
   const uint64_t a0 = begin_at / kAlign * kAlign, a1 = align_up(end_at, kAlign);
   size_t n = 0;
@@ -447,7 +440,7 @@ void OffloadedFfn::dense_step(int64_t layer, const float* x, int64_t n, float* g
   std::lock_guard<std::mutex> lock(mutex_);
   ++stats_.dense_steps;
   fetcher_->cancel();  // a prefetch's reads share the reader: they land (and are committed) first
-  const int64_t F = c_.n_ff, E = c_.n_embd, cn = chunk_neurons_;
+  const int64_t F = p_.n_ff, E = p_.n_embd, cn = chunk_neurons_;
   const int64_t n_chunks = (F + cn - 1) / cn;
   // Neurons [first, first + count) from their bundles; the down sums continue those of the earlier
   // neurons (ascending), so any split at multiples of 64 neurons gives the whole layer's floats.
@@ -457,7 +450,7 @@ void OffloadedFfn::dense_step(int64_t layer, const float* x, int64_t n, float* g
     MatrixView d{layout_.down_type, E, count, bundles + layout_.down_offset, bundle_bytes_, nullptr};
     matmul(g, x, n, E, gate + first, F, pool, scratch);
     matmul(u, x, n, E, up + first, F, pool, scratch);
-    for (int64_t t = 0; t < n; ++t) ffn_activation(gate + t * F + first, up + t * F + first, count, c_.activation);
+    for (int64_t t = 0; t < n; ++t) ffn_activation(gate + t * F + first, up + t * F + first, count, p_.activation);
     neuron_rows_matmul(d, gate + first, n, F, out, E, pool, /*accumulate=*/first > 0);
   };
   // The whole chunks inside the hot prefix are computed in place in one go (while the first chunk

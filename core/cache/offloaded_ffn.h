@@ -37,15 +37,31 @@
 #include "core/cache/neuron_cache.h"
 #include "core/cache/tracker_file.h"
 #include "core/kernels/matmul.h"
+#include "core/cache/offload_stats.h"
 #include "core/kernels/thread_pool.h"
-#include "core/model/offload_stats.h"
-#include "core/model/model_config.h"
-#include "core/model/model_weights.h"
+#include "core/sparse/ffn_activation.h"
 #include "core/sparse/sparse_bundle_ffn.h"
 #include "io/direct_file.h"
 #include "io/io_backend.h"
 
 namespace ember {
+
+// What the neuron cache needs of a pack: plain numbers and views, so that core/cache does not
+// depend on the model code that binds them (core/model/model.cpp fills it from ModelWeights).
+// The pointers stay valid as long as the model's weights.
+struct OffloadedPack {
+  std::string path;
+  int64_t n_layer = 0, n_embd = 0, n_ff = 0;
+  FfnActivation activation = FfnActivation::SiLU;
+  BundleRowsLayout layout;         // row types and offsets inside a bundle
+  uint64_t bundle_bytes = 0;
+  std::vector<uint64_t> bundles_offset;     // per layer: file offset of blk.N.ffn_bundles
+  std::vector<const float*> neuron_freq;    // per layer: n_ff profiled frequencies, hottest first
+  std::vector<const int32_t*> neuron_perm;  // per layer: n_ff source neuron of each bundle
+  MatrixView token_embd;           // type and row stride; data == nullptr: read from storage
+  uint64_t token_embd_offset = 0;  // file offset of the embedding table
+  uint64_t resident_bytes = 0;     // weights bound in memory (the plan's resident bytes)
+};
 
 struct OffloadOptions {
   uint64_t budget_bytes = 0;  // 0: off (the whole pack in RAM)
@@ -69,17 +85,16 @@ struct OffloadOptions {
   bool prefetch = true;
   // Load only (the constructor): runs between the hot-neuron reads and may throw to abandon the
   // load (ModelLoadOptions::checkpoint); replan() never calls it. Empty: none.
-  LoadCheckpoint checkpoint;
+  std::function<void()> checkpoint;
 };
 
 class OffloadedFfn {
  public:
-  // `weights` must have been bound with offload_bundles. Throws cache::BudgetTooSmall (with the
+  // `pack` describes weights bound with offload_bundles. Throws cache::BudgetTooSmall (with the
   // minimum) when the budget cannot hold the resident weights plus one layer's worth of cold slots,
   // io::IoError when the pack cannot be opened or io_uring was asked for and does not work, and
   // cache::FetchError when the hot prefixes cannot be read.
-  OffloadedFfn(const gguf::GgufFile& file, const ModelConfig& config, const ModelWeights& weights,
-               const OffloadOptions& options);
+  OffloadedFfn(const OffloadedPack& pack, const OffloadOptions& options);
   OffloadedFfn(const OffloadedFfn&) = delete;
   OffloadedFfn& operator=(const OffloadedFfn&) = delete;
 
@@ -156,8 +171,7 @@ class OffloadedFfn {
   void wait_chunk(StreamBuffer& buf, StreamBuffer& other);
   void drain_streams(StreamBuffer& a, StreamBuffer& b);
 
-  const ModelConfig& c_;
-  const ModelWeights& w_;
+  const OffloadedPack p_;
   BundleRowsLayout layout_;
   uint64_t bundle_bytes_ = 0;
   uint64_t budget_ = 0;
