@@ -20,11 +20,16 @@ using namespace ember;
 
 namespace {
 
-// Every set that runs here, the scalar reference included, with its name.
-std::vector<std::pair<std::string, const SparseKernels*>> runnable_sets() {
-  std::vector<std::pair<std::string, const SparseKernels*>> sets;
+struct NamedSet {
+  std::string name;
+  const SparseKernels* k;
+};
+
+// Every set that runs here, the scalar reference included.
+std::vector<NamedSet> runnable_sets() {
+  std::vector<NamedSet> sets;
   for (KernelSet set : {KernelSet::Scalar, KernelSet::Avx2, KernelSet::Avx512Vnni}) {
-    if (const SparseKernels* k = sparse_kernels_for(set)) sets.emplace_back(kernel_set_name(set), k);
+    if (const SparseKernels* k = sparse_kernels_for(set)) sets.push_back({kernel_set_name(set), k});
   }
   return sets;
 }
@@ -63,9 +68,9 @@ TEST_CASE("the active set's sparse kernels are one of the runnable sets") {
 }
 
 TEST_CASE("F32/F16 axpy: bit for bit the reference in every set, any length") {
-  for (const auto& [name, k] : runnable_sets()) {
+  for (const NamedSet& set : runnable_sets()) {
     for (int64_t n : {1, 7, 16, 33, 100, 4096}) {
-      CAPTURE(name);
+      CAPTURE(set.name);
       CAPTURE(n);
       const std::vector<float> x = test::random_floats(static_cast<size_t>(n), 3);
       const std::vector<float> y0 = test::random_floats(static_cast<size_t>(n), 4);
@@ -73,11 +78,11 @@ TEST_CASE("F32/F16 axpy: bit for bit the reference in every set, any length") {
       fp32_to_fp16_row(x.data(), xh.data(), n);
       std::vector<float> want = y0, got = y0;
       generic::axpy_f32(n, -0.37f, x.data(), want.data());
-      k->axpy_f32(n, -0.37f, x.data(), got.data());
+      set.k->axpy_f32(n, -0.37f, x.data(), got.data());
       CHECK(same_bits(got, want));
       want = got = y0;
       generic::axpy_f16(n, 1.9f, xh.data(), want.data());
-      k->axpy_f16(n, 1.9f, xh.data(), got.data());
+      set.k->axpy_f16(n, 1.9f, xh.data(), got.data());
       CHECK(same_bits(got, want));
     }
   }
@@ -111,11 +116,11 @@ TEST_CASE("fused quantized axpy: y = fma(q, a * d, y) in every set, close to deq
     // And within rounding of the three-step dequantize, scale, add.
     std::vector<float> deq(y0.size());
     scalar_kernel_traits(type)->to_float(m.bytes.data(), deq.data(), n);
-    for (const auto& [name, k] : runnable_sets()) {
+    for (const NamedSet& set : runnable_sets()) {
       CAPTURE(type_name(type));
-      CAPTURE(name);
+      CAPTURE(set.name);
       std::vector<float> got = y0;
-      (type == GgmlType::Q4_0 ? k->axpy_q4_0 : k->axpy_q8_0)(n / 32, a, m.bytes.data(), got.data());
+      (type == GgmlType::Q4_0 ? set.k->axpy_q4_0 : set.k->axpy_q8_0)(n / 32, a, m.bytes.data(), got.data());
       CHECK(same_bits(got, want));
       float worst = 0.0f;
       for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::fabs(got[i] - (y0[i] + a * deq[i])));
@@ -133,13 +138,13 @@ TEST_CASE("multi-row Q4_0 axpy: bit for bit one reference axpy_q4_0 per row in o
   for (int r = 0; r < kRows; ++r) a.push_back(0.25f * static_cast<float>(r) - 2.1f);
   std::vector<float> y0(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) y0[static_cast<size_t>(i)] = std::cos(0.3f * static_cast<float>(i));
-  for (const auto& [name, k] : runnable_sets()) {
+  for (const NamedSet& set : runnable_sets()) {
     for (int count : {0, 1, 2, 3, 4, 5, 7, 8, 9, 16, kRows}) {
-      CAPTURE(name);
+      CAPTURE(set.name);
       CAPTURE(count);
       std::vector<float> want = y0, got = y0;
       for (int r = 0; r < count; ++r) generic::axpy_q4_0(n / 32, a[static_cast<size_t>(r)], m.ptrs[static_cast<size_t>(r)], want.data());
-      k->axpy_q4_0_rows(n / 32, a.data(), m.ptrs.data(), count, got.data());
+      set.k->axpy_q4_0_rows(n / 32, a.data(), m.ptrs.data(), count, got.data());
       CHECK(same_bits(got, want));
     }
   }
@@ -162,9 +167,9 @@ TEST_CASE("prepared-input Q4_0 dot: same integers as vec_dot, every set within s
       const float scale = std::max(1.0f, std::fabs(want));
       CAPTURE(n);
       CHECK(std::fabs(reference - want) <= 1e-5f * scale);
-      for (const auto& [name, k] : runnable_sets()) {
-        CAPTURE(name);
-        CHECK(std::fabs(k->dot_q4_0_prepared(row, prep.view()) - reference) <= 1e-5f * scale);
+      for (const NamedSet& set : runnable_sets()) {
+        CAPTURE(set.name);
+        CHECK(std::fabs(set.k->dot_q4_0_prepared(row, prep.view()) - reference) <= 1e-5f * scale);
       }
     }
   }
@@ -179,19 +184,19 @@ TEST_CASE("multi-row prepared Q4_0 dot: bit for bit the set's one-row dot, for e
     Q4PreparedInput prep;
     prep.reserve(n);
     prep.prepare(x.data(), n);
-    for (const auto& [name, k] : runnable_sets()) {
+    for (const NamedSet& set : runnable_sets()) {
       for (int count : {0, 1, 2, 3, 4, 5, 7, 8, 9, 16, kRows}) {
         CAPTURE(n);
-        CAPTURE(name);
+        CAPTURE(set.name);
         CAPTURE(count);
         std::vector<float> got(static_cast<size_t>(kRows), -1.0f), want = got;
-        k->dot_q4_0_prepared_rows(m.ptrs.data(), count, prep.view(), got.data(), RowsAhead{});
-        for (int r = 0; r < count; ++r) want[static_cast<size_t>(r)] = k->dot_q4_0_prepared(m.ptrs[static_cast<size_t>(r)], prep.view());
+        set.k->dot_q4_0_prepared_rows(m.ptrs.data(), count, prep.view(), got.data(), RowsAhead{});
+        for (int r = 0; r < count; ++r) want[static_cast<size_t>(r)] = set.k->dot_q4_0_prepared(m.ptrs[static_cast<size_t>(r)], prep.view());
         CHECK(same_bits(got, want));  // and nothing past count written
         // Rows requested ahead (the next group's) change nothing.
         std::vector<float> with_ahead(static_cast<size_t>(kRows), -1.0f);
         const RowsAhead ahead{m.ptrs.data() + count, std::min(8, kRows - count)};
-        k->dot_q4_0_prepared_rows(m.ptrs.data(), count, prep.view(), with_ahead.data(), ahead);
+        set.k->dot_q4_0_prepared_rows(m.ptrs.data(), count, prep.view(), with_ahead.data(), ahead);
         CHECK(same_bits(with_ahead, got));
       }
     }
