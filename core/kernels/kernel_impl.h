@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "core/kernels/q4_0_prepared_view.h"
+#include "core/kernels/sparse_kernels.h"
 
 namespace ember {
 
@@ -43,13 +43,12 @@ float vec_dot_q6_K_q8_K(int64_t n, const void* row, const void* act);
 float vec_dot_q8_K_q8_K(int64_t n, const void* row, const void* act);
 
 // The sparse FFN's kernels (sparse_kernels.h has the contracts): the reference arithmetic.
-void axpy_f32(int64_t n, float a, const float* x, float* y);
-void axpy_f16(int64_t n, float a, const uint16_t* x, float* y);
-void axpy_q4_0(int64_t n_blocks, float a, const void* x, float* y);
-void axpy_q8_0(int64_t n_blocks, float a, const void* x, float* y);
-void axpy_q4_0_rows(int64_t n_blocks, const float* a, const void* const* x, int n, float* y);
-float dot_q4_0_prepared(const void* row, const Q4PreparedView& x);
-void dot_q4_0_prepared_rows(const void* const* rows, int n, const Q4PreparedView& x, float* out, RowsAhead ahead);
+AxpyF32Fn axpy_f32;
+AxpyF16Fn axpy_f16;
+AxpyBlocksFn axpy_q4_0, axpy_q8_0;
+AxpyRowsFn axpy_q4_0_rows;
+PreparedDotFn dot_q4_0_prepared;
+PreparedDotRowsFn dot_q4_0_prepared_rows;
 }  // namespace generic
 
 namespace avx2 {
@@ -94,13 +93,12 @@ void panel_gemm_q4_0_avx2(int64_t nb, const void* panel, const void* acts, size_
                           size_t sums_stride, int n_tokens, float* y, size_t y_stride);
 
 // The sparse FFN's kernels (sparse_kernels.h); multi-row ones take up to 8 rows side by side.
-void axpy_f32(int64_t n, float a, const float* x, float* y);
-void axpy_f16(int64_t n, float a, const uint16_t* x, float* y);
-void axpy_q4_0(int64_t n_blocks, float a, const void* x, float* y);
-void axpy_q8_0(int64_t n_blocks, float a, const void* x, float* y);
-void axpy_q4_0_rows(int64_t n_blocks, const float* a, const void* const* x, int n, float* y);
-float dot_q4_0_prepared(const void* row, const Q4PreparedView& x);
-void dot_q4_0_prepared_rows(const void* const* rows, int n, const Q4PreparedView& x, float* out, RowsAhead ahead);
+AxpyF32Fn axpy_f32;
+AxpyF16Fn axpy_f16;
+AxpyBlocksFn axpy_q4_0, axpy_q8_0;
+AxpyRowsFn axpy_q4_0_rows;
+PreparedDotFn dot_q4_0_prepared;
+PreparedDotRowsFn dot_q4_0_prepared_rows;
 }  // namespace avx2
 
 // AVX-512 kernels (x86_avx512/, built when EMBER_HAVE_X86_AVX512 is defined); only when
@@ -114,11 +112,10 @@ void panel16_gemm_q4_0(int64_t nb, const void* panel, const void* acts, size_t a
                        size_t sums_stride, int n_tokens, float* y, size_t y_stride);
 
 // The sparse FFN's Q4_0/Q8_0 kernels (sparse_kernels.h); the F32/F16 axpy of this set is avx2's.
-void axpy_q4_0(int64_t n_blocks, float a, const void* x, float* y);
-void axpy_q8_0(int64_t n_blocks, float a, const void* x, float* y);
-void axpy_q4_0_rows(int64_t n_blocks, const float* a, const void* const* x, int n, float* y);
-float dot_q4_0_prepared(const void* row, const Q4PreparedView& x);
-void dot_q4_0_prepared_rows(const void* const* rows, int n, const Q4PreparedView& x, float* out, RowsAhead ahead);
+AxpyBlocksFn axpy_q4_0, axpy_q8_0;
+AxpyRowsFn axpy_q4_0_rows;
+PreparedDotFn dot_q4_0_prepared;
+PreparedDotRowsFn dot_q4_0_prepared_rows;
 }  // namespace avx512
 
 // Several weight rows against one converted activation row: out[i] = dot(row i, act).

@@ -2,7 +2,8 @@
 // The sparse FFN's kernels, one entry per kernel set like the traits of type_traits.h: y += a * x
 // over neuron rows (the down accumulation) and Q4_0 row dots against a prepared input (the gate
 // and up rows). core/sparse wraps the active entry in plain functions (axpy.h,
-// q4_0_prepared_dot.h); the contracts below are theirs.
+// q4_0_prepared_dot.h). Each set's namespace in kernel_impl.h declares its kernels with these
+// function types, so every signature is written here once.
 #include <cstdint>
 
 #include "core/kernels/q4_0_prepared_view.h"
@@ -10,22 +11,29 @@
 
 namespace ember {
 
+// y += a * x, multiply then add (never fused), so every set gives the same floats.
+using AxpyF32Fn = void(int64_t n, float a, const float* x, float* y);
+using AxpyF16Fn = void(int64_t n, float a, const uint16_t* x, float* y);
+// y += a * dequantize(x) over n_blocks Q4_0 or Q8_0 blocks of 32 values: y = fma(q - 8, a * d, y)
+// per value (Q8_0: fma(q, a * d, y)), a * d rounded once per block; the same floats in every set.
+using AxpyBlocksFn = void(int64_t n_blocks, float a, const void* x, float* y);
+// The Q4_0 one for rows r = 0 .. n-1 with factors a[r], in that order: the same floats, the rows
+// read side by side where a set can.
+using AxpyRowsFn = void(int64_t n_blocks, const float* a, const void* const* x, int n, float* y);
+// sum over blocks of d_w * d_x * sum_j (q_j - 8) * x_j for one Q4_0 row of x.n_blocks blocks
+// (x: Q4PreparedInput::view(), q4_0_prepared_input.h).
+using PreparedDotFn = float(const void* row, const Q4PreparedView& x);
+// out[r] = the set's PreparedDotFn of rows[r] for r < n, bit for bit; `ahead` never changes a result.
+using PreparedDotRowsFn = void(const void* const* rows, int n, const Q4PreparedView& x, float* out, RowsAhead ahead);
+
 struct SparseKernels {
-  // y += a * x, multiply then add (never fused), so every set gives the same floats.
-  void (*axpy_f32)(int64_t n, float a, const float* x, float* y);
-  void (*axpy_f16)(int64_t n, float a, const uint16_t* x, float* y);
-  // y += a * dequantize(x) over n_blocks blocks of 32 values: y = fma(q - 8, a * d, y) per value
-  // (Q8_0: fma(q, a * d, y)), a * d rounded once per block; the same floats in every set.
-  void (*axpy_q4_0)(int64_t n_blocks, float a, const void* x, float* y);
-  void (*axpy_q8_0)(int64_t n_blocks, float a, const void* x, float* y);
-  // axpy_q4_0(n_blocks, a[r], x[r], y) for r = 0 .. n-1 in that order, the same floats.
-  void (*axpy_q4_0_rows)(int64_t n_blocks, const float* a, const void* const* x, int n, float* y);
-  // sum over blocks of d_w * d_x * sum_j (q_j - 8) * x_j for one Q4_0 row of x.n_blocks blocks
-  // (x: Q4PreparedInput::view(), q4_0_prepared_input.h).
-  float (*dot_q4_0_prepared)(const void* row, const Q4PreparedView& x);
-  // out[r] = dot_q4_0_prepared(rows[r], x) for r < n, bit for bit.
-  void (*dot_q4_0_prepared_rows)(const void* const* rows, int n, const Q4PreparedView& x, float* out,
-                                 RowsAhead ahead);
+  AxpyF32Fn* axpy_f32;
+  AxpyF16Fn* axpy_f16;
+  AxpyBlocksFn* axpy_q4_0;
+  AxpyBlocksFn* axpy_q8_0;
+  AxpyRowsFn* axpy_q4_0_rows;
+  PreparedDotFn* dot_q4_0_prepared;
+  PreparedDotRowsFn* dot_q4_0_prepared_rows;
 };
 
 // The active kernel set's sparse kernels.
