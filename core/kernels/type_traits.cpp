@@ -55,7 +55,7 @@ constexpr Table kAvx2Table{{
 }};
 #endif
 
-// The sparse FFN's kernels of each set (sparse_kernels.h).
+// The sparse FFN's kernels of each set (sparse_kernels.h), in SparseKernels' member order.
 constexpr SparseKernels kScalarSparse{generic::axpy_f32,       generic::axpy_f16,
                                       generic::axpy_q4_0,      generic::axpy_q8_0,
                                       generic::axpy_q4_0_rows, generic::dot_q4_0_prepared,
@@ -93,6 +93,7 @@ constexpr KernelSetEntry kSets[] = {
 #endif
 };
 
+// Every set there is, built here or not: EMBER_KERNELS accepts all their names on every build.
 constexpr KernelSet kAllSets[] = {KernelSet::Scalar, KernelSet::Avx2, KernelSet::Avx512Vnni};
 
 const KernelSetEntry* runnable_entry(KernelSet set) {
