@@ -5,6 +5,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "core/kernels/sparse_kernels.h"
+
 namespace ember {
 
 // Computes out[r * out_stride + t] = dot(row r, act t) for r < n_rows, t < n_tokens: a register
@@ -39,6 +41,14 @@ float vec_dot_q8_0_q8_0(int64_t n, const void* row, const void* act);
 float vec_dot_q4_K_q8_K(int64_t n, const void* row, const void* act);
 float vec_dot_q6_K_q8_K(int64_t n, const void* row, const void* act);
 float vec_dot_q8_K_q8_K(int64_t n, const void* row, const void* act);
+
+// The sparse FFN's kernels (sparse_kernels.h has the contracts): the reference arithmetic.
+AxpyF32Fn axpy_f32;
+AxpyF16Fn axpy_f16;
+AxpyBlocksFn axpy_q4_0, axpy_q8_0;
+AxpyRowsFn axpy_q4_0_rows;
+PreparedDotFn dot_q4_0_prepared;
+PreparedDotRowsFn dot_q4_0_prepared_rows;
 }  // namespace generic
 
 namespace avx2 {
@@ -81,6 +91,14 @@ void panel_gemm_q4_0_vnni(int64_t nb, const void* panel, const void* acts, size_
                           size_t sums_stride, int n_tokens, float* y, size_t y_stride);
 void panel_gemm_q4_0_avx2(int64_t nb, const void* panel, const void* acts, size_t act_stride, const int32_t* bias_sums,
                           size_t sums_stride, int n_tokens, float* y, size_t y_stride);
+
+// The sparse FFN's kernels (sparse_kernels.h); multi-row ones take up to 8 rows side by side.
+AxpyF32Fn axpy_f32;
+AxpyF16Fn axpy_f16;
+AxpyBlocksFn axpy_q4_0, axpy_q8_0;
+AxpyRowsFn axpy_q4_0_rows;
+PreparedDotFn dot_q4_0_prepared;
+PreparedDotRowsFn dot_q4_0_prepared_rows;
 }  // namespace avx2
 
 // AVX-512 kernels (x86_avx512/, built when EMBER_HAVE_X86_AVX512 is defined); only when
@@ -92,6 +110,12 @@ void repack_q4_0_panel16(int64_t nb, const void* rows, size_t row_stride, void* 
 // y[t * y_stride + r] = dot(panel row r, token t) for r < 16, t < n_tokens (1..8).
 void panel16_gemm_q4_0(int64_t nb, const void* panel, const void* acts, size_t act_stride, const int32_t* bias_sums,
                        size_t sums_stride, int n_tokens, float* y, size_t y_stride);
+
+// The sparse FFN's Q4_0/Q8_0 kernels (sparse_kernels.h); the F32/F16 axpy of this set is avx2's.
+AxpyBlocksFn axpy_q4_0, axpy_q8_0;
+AxpyRowsFn axpy_q4_0_rows;
+PreparedDotFn dot_q4_0_prepared;
+PreparedDotRowsFn dot_q4_0_prepared_rows;
 }  // namespace avx512
 
 // Several weight rows against one converted activation row: out[i] = dot(row i, act).

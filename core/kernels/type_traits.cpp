@@ -3,9 +3,13 @@
 #include <array>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
+#include <stdexcept>
+#include <string>
 
 #include "core/kernels/cpu_features.h"
 #include "core/kernels/kernel_impl.h"
+#include "core/kernels/sparse_kernels.h"
 
 namespace ember {
 namespace {
@@ -51,28 +55,83 @@ constexpr Table kAvx2Table{{
 }};
 #endif
 
-KernelSet choose_kernel_set() {
-  const char* forced = std::getenv("EMBER_KERNELS");
-  if (forced != nullptr && std::strcmp(forced, "scalar") == 0) return KernelSet::Scalar;
+// The sparse FFN's kernels of each set (sparse_kernels.h), in SparseKernels' member order.
+constexpr SparseKernels kScalarSparse{generic::axpy_f32,       generic::axpy_f16,
+                                      generic::axpy_q4_0,      generic::axpy_q8_0,
+                                      generic::axpy_q4_0_rows, generic::dot_q4_0_prepared,
+                                      generic::dot_q4_0_prepared_rows};
 #ifdef EMBER_HAVE_X86_SIMD
-  const bool forced_avx2 = forced != nullptr && std::strcmp(forced, "avx2") == 0;
+constexpr SparseKernels kAvx2Sparse{avx2::axpy_f32,       avx2::axpy_f16,          avx2::axpy_q4_0,
+                                    avx2::axpy_q8_0,      avx2::axpy_q4_0_rows,    avx2::dot_q4_0_prepared,
+                                    avx2::dot_q4_0_prepared_rows};
 #ifdef EMBER_HAVE_X86_AVX512
-  if (!forced_avx2 && cpu_has_avx512_vnni()) return KernelSet::Avx512Vnni;
+constexpr SparseKernels kAvx512Sparse{avx2::axpy_f32,         avx2::axpy_f16,           avx512::axpy_q4_0,
+                                      avx512::axpy_q8_0,      avx512::axpy_q4_0_rows,   avx512::dot_q4_0_prepared,
+                                      avx512::dot_q4_0_prepared_rows};
 #endif
-  if (cpu_has_avx2_fma_f16c()) return KernelSet::Avx2;
 #endif
-  return KernelSet::Scalar;
+
+bool any_cpu() { return true; }
+
+// One entry per kernel set this build has: whether the CPU can run it, and its tables. The
+// matmul-only kernels (register tiles, panels) are looked up by set in the functions below.
+struct KernelSetEntry {
+  KernelSet set;
+  bool (*cpu_can_run)();
+  const Table* traits;
+  const SparseKernels* sparse;
+};
+
+constexpr KernelSetEntry kSets[] = {
+    {KernelSet::Scalar, any_cpu, &kScalarTable, &kScalarSparse},
+#ifdef EMBER_HAVE_X86_SIMD
+    {KernelSet::Avx2, cpu_has_avx2_fma_f16c, &kAvx2Table, &kAvx2Sparse},
+#ifdef EMBER_HAVE_X86_AVX512
+    // The AVX2 traits: AVX-512 only adds Q4_0 panels to matmul and its own sparse kernels.
+    {KernelSet::Avx512Vnni, cpu_has_avx512_vnni, &kAvx2Table, &kAvx512Sparse},
+#endif
+#endif
+};
+
+// Every set there is, built here or not: EMBER_KERNELS accepts all their names on every build.
+constexpr KernelSet kAllSets[] = {KernelSet::Scalar, KernelSet::Avx2, KernelSet::Avx512Vnni};
+
+const KernelSetEntry* runnable_entry(KernelSet set) {
+  for (const KernelSetEntry& e : kSets) {
+    if (e.set == set) return e.cpu_can_run() ? &e : nullptr;
+  }
+  return nullptr;
+}
+
+// The one kernel choice of the process.
+struct KernelChoice {
+  const KernelSetEntry* entry;
+  // AVX-VNNI variants of the AVX2 Q4_0/Q8_0 tiles and rows (a CPU feature within the x86 sets, not
+  // a set of its own); off when EMBER_KERNELS asks for avx2 or below, for comparisons.
+  bool avx_vnni;
+};
+
+// The only place EMBER_KERNELS is read. Unset or empty: the best set this CPU runs. Otherwise the
+// best set up to the one named (KernelSet's order), so a set the CPU lacks falls back to the next
+// one down; an unknown name throws.
+KernelChoice choose() {
+  const char* forced = std::getenv("EMBER_KERNELS");
+  const KernelSet ceiling =
+      forced != nullptr && *forced != '\0' ? parse_kernel_set(forced) : kAllSets[std::size(kAllSets) - 1];
+  const KernelSetEntry* best = &kSets[0];
+  for (const KernelSetEntry& e : kSets) {
+    if (e.set <= ceiling && e.set > best->set && e.cpu_can_run()) best = &e;
+  }
+  return {best, ceiling > KernelSet::Avx2 && best->set != KernelSet::Scalar && cpu_has_avx_vnni()};
+}
+
+const KernelChoice& choice() {
+  static const KernelChoice c = choose();
+  return c;
 }
 
 #ifdef EMBER_HAVE_X86_SIMD
-// AVX-VNNI tiles unless EMBER_KERNELS=avx2 asks for the plain AVX2 ones (read once).
-bool use_vnni() {
-  static const bool use = [] {
-    const char* forced = std::getenv("EMBER_KERNELS");
-    return !(forced != nullptr && std::strcmp(forced, "avx2") == 0) && cpu_has_avx_vnni();
-  }();
-  return use;
-}
+bool use_vnni() { return choice().avx_vnni; }
 #endif
 
 const KernelTraits* find(const Table& table, GgmlType type) {
@@ -85,18 +144,18 @@ const KernelTraits* find(const Table& table, GgmlType type) {
 // Any x86 SIMD set (the AVX-512 set keeps the AVX2 table for everything but Q4_0 panels).
 [[maybe_unused]] bool simd_set() { return active_kernel_set() != KernelSet::Scalar; }
 
-const Table& active_table() {
-#ifdef EMBER_HAVE_X86_SIMD
-  if (simd_set()) return kAvx2Table;
-#endif
-  return kScalarTable;
-}
+const Table& active_table() { return *choice().entry->traits; }
 
 }  // namespace
 
-KernelSet active_kernel_set() {
-  static const KernelSet set = choose_kernel_set();  // EMBER_KERNELS is read once, here
-  return set;
+KernelSet active_kernel_set() { return choice().entry->set; }
+
+KernelSet parse_kernel_set(const char* name) {
+  for (KernelSet set : kAllSets) {
+    if (std::strcmp(name, kernel_set_name(set)) == 0) return set;
+  }
+  throw std::invalid_argument(std::string("EMBER_KERNELS=") + name +
+                              ": unknown kernel set (expected scalar, avx2 or avx512-vnni)");
 }
 
 const char* kernel_set_name(KernelSet set) {
@@ -111,6 +170,13 @@ const char* kernel_set_name(KernelSet set) {
 const KernelTraits* kernel_traits(GgmlType type) { return find(active_table(), type); }
 
 const KernelTraits* scalar_kernel_traits(GgmlType type) { return find(kScalarTable, type); }
+
+const SparseKernels& sparse_kernels() { return *choice().entry->sparse; }
+
+const SparseKernels* sparse_kernels_for(KernelSet set) {
+  const KernelSetEntry* e = runnable_entry(set);
+  return e != nullptr ? e->sparse : nullptr;
+}
 
 GemmTileFn gemm_tile_kernel(uint32_t type_id) {
 #ifdef EMBER_HAVE_X86_SIMD

@@ -3,10 +3,11 @@
 // how to turn a row into floats, how to quantize floats into it, and the dot product of one of its
 // rows with an activation row already converted to `vec_dot_type` (the same pairing ggml uses, so
 // results match llama.cpp: Q4_0/Q8_0 dot Q8_0, Q4_K/Q6_K dot Q8_K, F16 dot F16, BF16 dot BF16,
-// F32 dot F32). The table is chosen once at run time: AVX2/FMA/F16C kernels when the CPU has them,
-// the scalar reference kernels otherwise (or when EMBER_KERNELS=scalar is set). On CPUs with
-// AVX-VNNI, matmul() also uses VNNI variants of the Q4_0/Q8_0 decode and prefill kernels;
-// EMBER_KERNELS=avx2 turns those off (for comparisons). The variable is read once.
+// F32 dot F32). Each kernel set has such a table, and its sparse FFN kernels (sparse_kernels.h),
+// in one list of sets in type_traits.cpp. The set is chosen once at run time: the best the CPU
+// runs, or the one EMBER_KERNELS names (read once, by that choice). On CPUs with AVX-VNNI, matmul
+// also uses VNNI variants of the Q4_0/Q8_0 decode and prefill kernels; EMBER_KERNELS=avx2 turns
+// those off (for comparisons).
 #include <cstdint>
 
 #include "core/tensor/ggml_type.h"
@@ -24,15 +25,21 @@ struct KernelTraits {
   float (*vec_dot)(int64_t n, const void* row, const void* act);  // act is of vec_dot_type
 };
 
-// Avx512Vnni: the Avx2 table plus AVX-512 VNNI Q4_0 panel kernels (16-row panels) in matmul; chosen
-// when the CPU has AVX-512 F/BW/VL/DQ/VNNI unless EMBER_KERNELS=avx2 or =scalar.
+// In order of preference (EMBER_KERNELS=NAME allows NAME and the sets before it). Avx512Vnni: the
+// Avx2 table plus AVX-512 VNNI Q4_0 panel kernels (16-row panels) in matmul and AVX-512 sparse
+// kernels; chosen when the CPU has AVX-512 F/BW/VL/DQ/VNNI unless EMBER_KERNELS=avx2 or =scalar.
 enum class KernelSet { Scalar, Avx2, Avx512Vnni };
 
 // The active kernel set's traits for a type, or nullptr when Ember cannot compute with it.
 const KernelTraits* kernel_traits(GgmlType type);
 // The scalar reference traits (tests compare the active set against these).
 const KernelTraits* scalar_kernel_traits(GgmlType type);
+// The active set. The first call of anything that needs it (kernel_traits too) reads EMBER_KERNELS;
+// when the variable names no set they throw std::invalid_argument (parse_kernel_set's), every time.
 KernelSet active_kernel_set();
+// "scalar", "avx2", "avx512-vnni": the names EMBER_KERNELS takes.
 const char* kernel_set_name(KernelSet set);
+// The set kernel_set_name() calls `name`; std::invalid_argument for any other name.
+KernelSet parse_kernel_set(const char* name);
 
 }  // namespace ember

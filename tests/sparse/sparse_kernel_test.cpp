@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "core/kernels/fp16.h"
+#include "core/kernels/kernel_impl.h"
+#include "core/kernels/sparse_kernels.h"
 #include "core/kernels/type_traits.h"
 #include "core/sparse/active_set.h"
 #include "core/sparse/axpy.h"
@@ -301,126 +303,28 @@ TEST_CASE("sparse mode names round-trip") {
   CHECK(untouched == Mode::Oracle);
 }
 
-TEST_CASE("fused quantized axpy: y = fma(q, a * d, y) on every path, close to dequantize-then-axpy") {
-  for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q8_0}) {
-    CAPTURE(type_name(type));
-    const int64_t n = 256;
-    TestMatrix m = make_matrix(type, n, 1, 11);
-    std::vector<float> y0(static_cast<size_t>(n)), want(y0.size()), got(y0.size()), unfused(y0.size());
-    for (int64_t i = 0; i < n; ++i) y0[static_cast<size_t>(i)] = std::sin(0.1f * static_cast<float>(i));
-    const float a = -0.37f;
-    // The documented arithmetic, written out here.
-    for (int64_t blk = 0; blk < n / 32; ++blk) {
-      const uint8_t* base = m.bytes.data() + blk * (type == GgmlType::Q4_0 ? 18 : 34);
-      uint16_t d16;
-      std::memcpy(&d16, base, 2);
-      const float ad = a * fp16_to_fp32(d16);
-      for (int j = 0; j < 32; ++j) {
-        float q;
-        if (type == GgmlType::Q4_0) {
-          const uint8_t byte = base[2 + (j % 16)];
-          q = static_cast<float>((j < 16 ? byte & 0x0F : byte >> 4) - 8);
-        } else {
-          q = static_cast<float>(static_cast<int8_t>(base[2 + j]));
-        }
-        const size_t e = static_cast<size_t>(blk * 32 + j);
-        want[e] = std::fma(q, ad, y0[e]);
-      }
-    }
-    got = y0;
-    if (type == GgmlType::Q4_0) axpy_q4_0(n / 32, a, m.bytes.data(), got.data());
-    else axpy_q8_0(n / 32, a, m.bytes.data(), got.data());
-    CHECK(got == want);
-    // And within rounding of the three-step dequantize, scale, add.
-    std::vector<float> deq(y0.size());
-    scalar_kernel_traits(type)->to_float(m.bytes.data(), deq.data(), n);
-    for (int64_t i = 0; i < n; ++i) unfused[static_cast<size_t>(i)] = y0[static_cast<size_t>(i)] + a * deq[static_cast<size_t>(i)];
-    CHECK(max_abs_diff(got, unfused) <= 1e-6f);
-  }
-}
-
-TEST_CASE("prepared-input Q4_0 dot: same integers as vec_dot, every path against the scalar one") {
-  for (int64_t n : {32, 64, 160, 4096}) {
-    CAPTURE(n);
-    TestMatrix m = make_matrix(GgmlType::Q4_0, n, 3, 21);
-    std::vector<float> x(static_cast<size_t>(n));
-    std::mt19937 rng(9);
-    std::normal_distribution<float> normal(0.0f, 2.0f);
-    for (float& v : x) v = normal(rng);
-    x[0] = 300.0f;  // a large value: a block scale far from the others
-    Q4PreparedInput prep;
-    prep.reserve(n);
-    prep.prepare(x.data(), n);
-    std::vector<uint8_t> xq(static_cast<size_t>(row_bytes(GgmlType::Q8_0, static_cast<uint64_t>(n))));
-    scalar_kernel_traits(GgmlType::Q8_0)->from_float(x.data(), xq.data(), n);
-    for (int64_t r = 0; r < 3; ++r) {
-      const uint8_t* row = m.bytes.data() + m.view.row_stride * static_cast<uint64_t>(r);
-      const float want = scalar_kernel_traits(GgmlType::Q4_0)->vec_dot(n, row, xq.data());
-      const float scalar = dot_q4_0_prepared_scalar(row, prep);
-      const float fast = dot_q4_0_prepared(row, prep);
-      // Same integer block sums and scales; only the float summation order differs.
-      const float scale = std::max(1.0f, std::fabs(want));
-      CHECK(std::fabs(scalar - want) <= 1e-5f * scale);
-      CHECK(std::fabs(fast - scalar) <= 1e-5f * scale);
-    }
-  }
-}
-
-TEST_CASE("multi-row prepared Q4_0 dot: bit for bit the one-row dot, for every row count and length") {
-  // The sparse kernels group rows through dot_q4_0_prepared_rows; results must not depend on
-  // which neurons end up in a group, so each row's float must equal the one-row kernel's exactly.
-  for (int64_t n : {32, 64, 96, 160, 4096}) {
-    CAPTURE(n);
-    constexpr int kRows = 19;  // covers groups of 8, 4, 2 and 1
-    TestMatrix m = make_matrix(GgmlType::Q4_0, n, kRows, 33);
-    std::vector<float> x(static_cast<size_t>(n));
-    std::mt19937 rng(5);
-    std::normal_distribution<float> normal(0.0f, 1.5f);
-    for (float& v : x) v = normal(rng);
-    Q4PreparedInput prep;
-    prep.reserve(n);
-    prep.prepare(x.data(), n);
-    std::vector<const void*> rows;
-    for (int r = 0; r < kRows; ++r) rows.push_back(m.bytes.data() + m.view.row_stride * static_cast<uint64_t>(r));
-    for (int count : {0, 1, 2, 3, 4, 5, 7, 8, 9, 16, kRows}) {
-      CAPTURE(count);
-      std::vector<float> got(static_cast<size_t>(kRows), -1.0f);
-      dot_q4_0_prepared_rows(rows.data(), count, prep, got.data());
-      for (int r = 0; r < count; ++r) {
-        const float one = dot_q4_0_prepared(rows[static_cast<size_t>(r)], prep);
-        CHECK(std::memcmp(&got[static_cast<size_t>(r)], &one, sizeof(float)) == 0);
-      }
-      for (int r = count; r < kRows; ++r) CHECK(got[static_cast<size_t>(r)] == -1.0f);  // nothing past n written
-      // Rows requested ahead (the next group's) change nothing.
-      std::vector<float> with_ahead(static_cast<size_t>(kRows), -1.0f);
-      const int n_ahead = std::min(8, kRows - count);
-      dot_q4_0_prepared_rows(rows.data(), count, prep, with_ahead.data(), RowsAhead{rows.data() + count, n_ahead});
-      CHECK(std::memcmp(with_ahead.data(), got.data(), got.size() * sizeof(float)) == 0);
-    }
-  }
-}
-
-TEST_CASE("multi-row Q4_0 axpy: bit for bit one axpy_q4_0 per row in order, for every row count") {
-  // The down accumulation groups neurons through axpy_q4_0_rows; the output must not depend on the
-  // grouping, so it must equal row-by-row accumulation exactly.
+TEST_CASE("the sparse axpy and prepared dots are the active kernel set's (the kernels: tests/kernels)") {
   const int64_t n = 160;
-  constexpr int kRows = 19;  // covers groups of 8, 4, 2 and 1
-  TestMatrix m = make_matrix(GgmlType::Q4_0, n, kRows, 47);
+  TestMatrix m = make_matrix(GgmlType::Q4_0, n, 5, 51);
   std::vector<const void*> rows;
-  std::vector<float> a;
-  for (int r = 0; r < kRows; ++r) {
-    rows.push_back(m.bytes.data() + m.view.row_stride * static_cast<uint64_t>(r));
-    a.push_back(0.25f * static_cast<float>(r) - 2.1f);
-  }
-  std::vector<float> y0(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) y0[static_cast<size_t>(i)] = std::cos(0.3f * static_cast<float>(i));
-  for (int count : {0, 1, 2, 3, 4, 5, 7, 8, 9, 16, kRows}) {
-    CAPTURE(count);
-    std::vector<float> want = y0, got = y0;
-    for (int r = 0; r < count; ++r) axpy_q4_0(n / 32, a[static_cast<size_t>(r)], rows[static_cast<size_t>(r)], want.data());
-    axpy_q4_0_rows(n / 32, a.data(), rows.data(), count, got.data());
-    CHECK(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0);
-  }
+  for (int r = 0; r < 5; ++r) rows.push_back(m.bytes.data() + m.view.row_stride * static_cast<uint64_t>(r));
+  const std::vector<float> a = {0.5f, -1.25f, 2.0f, 0.125f, -0.75f};
+  std::vector<float> x(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) x[static_cast<size_t>(i)] = std::sin(0.7f * static_cast<float>(i));
+  const SparseKernels& k = sparse_kernels();
+  std::vector<float> want = x, got = x;
+  k.axpy_q4_0_rows(n / 32, a.data(), rows.data(), 5, want.data());
+  axpy_q4_0_rows(n / 32, a.data(), rows.data(), 5, got.data());
+  CHECK(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0);
+  Q4PreparedInput prep;
+  prep.reserve(n);
+  prep.prepare(x.data(), n);
+  std::vector<float> dots(5), one(5);
+  dot_q4_0_prepared_rows(rows.data(), 5, prep, dots.data());
+  k.dot_q4_0_prepared_rows(rows.data(), 5, prep.view(), one.data(), RowsAhead{});
+  CHECK(std::memcmp(dots.data(), one.data(), dots.size() * sizeof(float)) == 0);
+  CHECK(dot_q4_0_prepared(rows[0], prep) == k.dot_q4_0_prepared(rows[0], prep.view()));
+  CHECK(dot_q4_0_prepared_scalar(rows[0], prep) == generic::dot_q4_0_prepared(rows[0], prep.view()));
 }
 
 }  // namespace ember
