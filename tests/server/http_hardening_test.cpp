@@ -1,5 +1,5 @@
-// Hostile requests at the HTTP layer, over real sockets: each used to crash the daemon, bloat it
-// or be served when it must not be. After each, the server must still answer /health.
+// Hostile requests at the HTTP layer, over real sockets: each could crash a daemon, bloat it or be
+// served when it must not be. After each, the server must still answer /health.
 #include <doctest/doctest.h>
 
 #include <chrono>

@@ -145,8 +145,8 @@ TEST_CASE("</s> typed user-defined in a small vocabulary becomes control; Gemma 
   CHECK(gemma4.token_to_piece(s) == "</s>");
 }
 
-// Splitting used to splice each split fragment into the list in place: quadratic in the number of
-// special-token texts (1 MiB of "<s>a</s>", a request body /tokenize accepts, took ~25 s).
+// Splicing each split fragment into the list in place would be quadratic in the number of
+// special-token texts (1 MiB of "<s>a</s>", a request body /tokenize accepts, took ~25 s that way).
 TEST_CASE("special-token splitting is linear in the number of special texts") {
   const Tokenizer tok = small_tokenizer();
   constexpr size_t kPairs = (1u << 20) / 8;

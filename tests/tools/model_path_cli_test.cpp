@@ -1,6 +1,7 @@
 // A model path that is not a regular file, and a daemon told to stop while it loads: `ember run`,
 // `ember tokenize` and `ember serve` on a FIFO fail at once naming the path (opening a FIFO for
-// reading used to block until a writer came: `run` hung, and `serve` ignored SIGTERM), and
+// reading blocks until a writer comes, so a plain open would hang `run` and make `serve` deaf to
+// SIGTERM), and
 // SIGTERM during a (deliberately slow) load ends `ember serve` promptly with status 0.
 #include <doctest/doctest.h>
 
