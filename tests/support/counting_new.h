@@ -17,6 +17,14 @@ inline void* counted_malloc(std::size_t n) {
 }
 }  // namespace ember::test
 
+// GCC 12 (-Wmismatched-new-delete) inlines std::allocator's deallocation into callers and then
+// sees a free() of memory that came from operator new, not knowing both are replaced here to pair
+// malloc with free. The pairing is correct by construction, so the check is off for these bodies.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
+
 void* operator new(std::size_t n) {
   if (void* p = ember::test::counted_malloc(n)) return p;
   throw std::bad_alloc();
@@ -33,3 +41,7 @@ void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
 void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
 void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
