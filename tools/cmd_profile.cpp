@@ -7,11 +7,13 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "core/model/inference_context.h"
 #include "core/model/profiler_setup.h"
+#include "core/model/routing_stats.h"
 #include "core/sparse/activation_profiler.h"
 #include "tools/model_options.h"
 #include "tools/progress.h"
@@ -86,23 +88,51 @@ void print_summary(const nlohmann::json& s) {
   std::fputc('\n', stderr);
 }
 
-int profile(const ProfileOptions& o) {
-  const auto t0 = std::chrono::steady_clock::now();
-  const std::string text = read_text_file(o.text_path, "calibration text");
-  ThreadPool pool(o.model.threads);
-  auto model = Model::load(o.model.model_path, o.model.load_options(o.model.model_path));
-  const Tokenizer& tok = model->tokenizer();
-  std::vector<int32_t> tokens = tok.encode(text, /*add_special=*/false, /*parse_special=*/false);
-  if (o.max_tokens > 0 && static_cast<int64_t>(tokens.size()) > o.max_tokens) tokens.resize(static_cast<size_t>(o.max_tokens));
-  if (tokens.empty()) throw std::runtime_error("the calibration text '" + o.text_path + "' holds no tokens");
+nlohmann::json routing_json(const RoutingStats& stats, const std::string& text_path, double seconds) {
+  nlohmann::json layers = nlohmann::json::array();
+  double max_load = 0.0, min_load = 1e9, repeat = 0.0, overlap = 0.0;
+  for (size_t l = 0; l < stats.layers().size(); ++l) {
+    const LayerRoutingStats& s = stats.layers()[l];
+    layers.push_back({{"layer", l},
+                      {"expert_slots", s.expert_slots},
+                      {"max_load", s.max_load()},
+                      {"min_load", s.min_load()},
+                      {"top1_repeat", s.top1_repeat_rate()},
+                      {"overlap", s.overlap_rate()}});
+    max_load = std::max(max_load, s.max_load());
+    min_load = std::min(min_load, s.min_load());
+    repeat += s.top1_repeat_rate();
+    overlap += s.overlap_rate();
+  }
+  const double n = std::max<double>(1.0, static_cast<double>(stats.layers().size()));
+  return {{"kind", "routing"},
+          {"text", text_path},
+          {"tokens", stats.layers().empty() ? 0 : stats.layers()[0].tokens},
+          {"seconds", seconds},
+          {"max_load", max_load},
+          {"min_load", min_load},
+          {"top1_repeat", repeat / n},
+          {"overlap", overlap / n},
+          {"chance_top1_repeat", stats.chance_top1_repeat()},
+          {"chance_overlap", stats.chance_overlap()},
+          {"layers", layers}};
+}
 
-  ContextOptions copts = o.model.context_options();
-  copts.sparse = SparseOptions{};  // profiles describe the dense FFN
-  ActivationProfiler profiler(profiler_setup_for(*model, copts.max_batch), pool.size());
-  copts.ffn_observer = &profiler;
-  InferenceContext ctx(*model, pool, copts);
+void print_routing(const nlohmann::json& j) {
+  std::fprintf(stderr, "layer  max.load  min.load  top1.repeat  overlap   (load: share / uniform share)\n");
+  for (const auto& l : j["layers"]) {
+    std::fprintf(stderr, "%5d  %8.2f  %8.2f  %11.3f  %7.3f\n", l["layer"].get<int>(), l["max_load"].get<double>(),
+                 l["min_load"].get<double>(), l["top1_repeat"].get<double>(), l["overlap"].get<double>());
+  }
+  std::fprintf(stderr, "all    %8.2f  %8.2f  %11.3f  %7.3f   (chance: repeat %.3f, overlap %.3f)\n",
+               j["max_load"].get<double>(), j["min_load"].get<double>(), j["top1_repeat"].get<double>(),
+               j["overlap"].get<double>(), j["chance_top1_repeat"].get<double>(), j["chance_overlap"].get<double>());
+}
 
-  // Windows of the context size, each BOS + the next tokens, evaluated a batch at a time.
+// Runs the text through ctx in windows of the context size, each BOS + the next tokens, evaluated
+// a batch at a time; new_sequence() runs before each window.
+void run_windows(InferenceContext& ctx, const Tokenizer& tok, const std::vector<int32_t>& tokens, int64_t max_batch,
+                 const std::function<void()>& new_sequence) {
   const bool bos = tok.bos_id() >= 0;
   const auto window = static_cast<size_t>(ctx.n_ctx() - (bos ? 1 : 0));
   if (window == 0) throw std::runtime_error("the context is too small to profile (raise --ctx-size)");
@@ -115,8 +145,8 @@ int profile(const ProfileOptions& o) {
     if (bos) chunk.push_back(tok.bos_id());
     chunk.insert(chunk.end(), tokens.begin() + static_cast<std::ptrdiff_t>(start), tokens.begin() + static_cast<std::ptrdiff_t>(end));
     ctx.reset();
-    profiler.sequence_break();
-    const auto batch = static_cast<size_t>(copts.max_batch);
+    new_sequence();
+    const auto batch = static_cast<size_t>(max_batch);
     for (size_t b = 0; b < chunk.size(); b += batch) {
       const size_t n = std::min(batch, chunk.size() - b);
       ctx.eval(std::span<const int32_t>(chunk.data() + b, n));
@@ -124,6 +154,46 @@ int profile(const ProfileOptions& o) {
     }
   }
   bar.finish();
+}
+
+// A mixture of experts (dense experts): the routing statistics, written as JSON to out_path.
+int profile_routing(const ProfileOptions& o, const Model& model, ThreadPool& pool, const std::vector<int32_t>& tokens,
+                    std::chrono::steady_clock::time_point t0) {
+  const ModelConfig& c = model.config();
+  RoutingStats stats(c.n_layer, c.n_expert, c.n_expert_used);
+  ContextOptions copts = o.model.context_options();
+  copts.sparse = SparseOptions{};
+  copts.moe_observer = &stats;
+  InferenceContext ctx(model, pool, copts);
+  run_windows(ctx, model.tokenizer(), tokens, copts.max_batch, [&] { stats.sequence_break(); });
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const nlohmann::json j = routing_json(stats, o.text_path, seconds);
+  write_text_file(o.out_path, j.dump(2) + "\n", "routing profile");
+  std::fprintf(stderr, "ember profile: %llu tokens, %lld experts (%lld used) in %.1f s -> %s\n",
+               static_cast<unsigned long long>(stats.layers()[0].tokens), static_cast<long long>(c.n_expert),
+               static_cast<long long>(c.n_expert_used), seconds, o.out_path.c_str());
+  print_routing(j);
+  if (o.json) std::printf("%s\n", j.dump().c_str());
+  return 0;
+}
+
+int profile(const ProfileOptions& o) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string text = read_text_file(o.text_path, "calibration text");
+  ThreadPool pool(o.model.threads);
+  auto model = Model::load(o.model.model_path, o.model.load_options(o.model.model_path));
+  const Tokenizer& tok = model->tokenizer();
+  std::vector<int32_t> tokens = tok.encode(text, /*add_special=*/false, /*parse_special=*/false);
+  if (o.max_tokens > 0 && static_cast<int64_t>(tokens.size()) > o.max_tokens) tokens.resize(static_cast<size_t>(o.max_tokens));
+  if (tokens.empty()) throw std::runtime_error("the calibration text '" + o.text_path + "' holds no tokens");
+  if (model->config().is_moe()) return profile_routing(o, *model, pool, tokens, t0);
+
+  ContextOptions copts = o.model.context_options();
+  copts.sparse = SparseOptions{};  // profiles describe the dense FFN
+  ActivationProfiler profiler(profiler_setup_for(*model, copts.max_batch), pool.size());
+  copts.ffn_observer = &profiler;
+  InferenceContext ctx(*model, pool, copts);
+  run_windows(ctx, tok, tokens, copts.max_batch, [&] { profiler.sequence_break(); });
 
   const ActivationProfile p = profiler.result();
   save_activation_profile(p, o.out_path);
@@ -139,7 +209,8 @@ int profile(const ProfileOptions& o) {
 void register_profile(CLI::App& app, int& exit_code) {
   auto opts = std::make_shared<ProfileOptions>();
   CLI::App* sub = app.add_subcommand(
-      "profile", "Record which FFN neurons fire on a calibration text (for `ember pack` and --sparsity calibration)");
+      "profile", "Record which FFN neurons fire on a calibration text (for `ember pack` and --sparsity calibration); "
+      "for a mixture of experts, how tokens are routed (expert load, consecutive-token repeats) as JSON");
   opts->model.add_to(*sub);
   sub->get_option("-m")->required();
   sub->add_option("-f,--file", opts->text_path, "Calibration text (UTF-8)")->required()->check(CLI::ExistingFile);

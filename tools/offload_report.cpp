@@ -1,5 +1,7 @@
 #include "tools/offload_report.h"
 
+#include "tools/read_text_file.h"
+
 #include <fstream>
 #include <stdexcept>
 
@@ -119,10 +121,7 @@ void print_stats(const nlohmann::json& j, std::FILE* out) {
 }
 
 void write_stats_json(const std::string& path, const nlohmann::json& stats) {
-  std::ofstream out(path);
-  if (!out) throw std::runtime_error("--stats-json: cannot write " + path);
-  out << stats.dump(2) << "\n";
-  if (!out) throw std::runtime_error("--stats-json: writing " + path + " failed");
+  write_text_file(path, stats.dump(2) + "\n", "--stats-json file");
 }
 
 }  // namespace ember::cli

@@ -15,4 +15,11 @@ std::string read_text_file(const std::string& path, const char* what) {
   return ss.str();
 }
 
+void write_text_file(const std::string& path, const std::string& text, const char* what) {
+  std::ofstream out(path, std::ios::binary);
+  if (!out) throw std::runtime_error(std::string("cannot write ") + what + " '" + path + "'");
+  out << text;
+  if (!out) throw std::runtime_error(std::string("writing ") + what + " '" + path + "' failed");
+}
+
 }  // namespace ember::cli

@@ -6,6 +6,7 @@
 
 #include "core/model/ffn_counters.h"
 #include "core/model/ffn_dense.h"
+#include "core/model/ffn_moe.h"
 #include "core/model/ffn_observed.h"
 #include "core/model/ffn_offloaded.h"
 #include "core/model/ffn_selectors.h"
@@ -17,6 +18,15 @@ using Mode = SparseOptions::Mode;
 
 void check_sparse_options(const SparseOptions& o, const ModelConfig& c, const ModelWeights& w, bool offloaded,
                           bool observed) {
+  if (c.is_moe()) {
+    // Sparse experts, the neuron profiler and packs of experts are separate steps.
+    if (o.mode != Mode::Dense || o.diagnostics) {
+      throw std::invalid_argument("sparse modes and diagnostics are not supported on mixture-of-experts models yet; "
+                                  "use the dense mode");
+    }
+    if (offloaded) throw std::invalid_argument("a memory budget is not supported on mixture-of-experts models yet");
+    if (observed) throw std::invalid_argument("the neuron profiler does not support mixture-of-experts models yet");
+  }
   if (o.mode == Mode::Oracle && !is_relu_family(c.activation)) {
     throw std::invalid_argument("sparse mode oracle needs a ReLU-family FFN (relu, drelu); this model's is " +
                                 std::string(activation_name(c.activation)));
@@ -104,6 +114,10 @@ std::unique_ptr<ActiveSelector> make_selector(const FfnEnv& env, const FfnChoice
 
 FfnStrategies choose_ffn(const FfnEnv& env, const FfnChoice& ch) {
   FfnStrategies s;
+  if (env.c.is_moe()) {  // check_sparse_options left the dense mode only
+    s.batch = s.decode = &add<MoeFfn>(s, env, ch.routes);
+    return s;
+  }
   if (ch.offload != nullptr) {
     choose_offloaded(s, env, ch);
     return s;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/cache/offloaded_ffn.h"
+#include "core/model/ffn_moe.h"
 #include "core/model/ffn_strategy.h"
 #include "core/sparse/ffn_observer.h"
 #include "core/sparse/sparse_options.h"
@@ -31,6 +32,7 @@ struct FfnChoice {
   OffloadedFfn* offload = nullptr;    // the model's neuron cache under a memory budget, or null
   std::span<SparseLayerStats> stats;  // per layer, counted on decode steps when a sparse mode or
                                       // diagnostics is on
+  MoeRouteObserver* routes = nullptr; // sees a mixture of experts' routing (not owned)
 };
 
 struct FfnStrategies {

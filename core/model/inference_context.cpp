@@ -27,7 +27,7 @@ InferenceContext::InferenceContext(const Model& model, ThreadPool& pool, const C
       c_(model.config()),
       pool_(pool),
       max_batch_(std::max<int64_t>(1, options.max_batch)),
-      skip_unread_rows_(options.ffn_observer == nullptr),
+      skip_unread_rows_(options.ffn_observer == nullptr && options.moe_observer == nullptr),
       kv_(c_, resolve_context(c_, options)),
       offload_(model.offloaded_ffn()) {
   const int64_t B = max_batch_;
@@ -50,7 +50,7 @@ InferenceContext::InferenceContext(const Model& model, ThreadPool& pool, const C
   layer_threshold_ = layer_thresholds(sparse_, c_);
   stats_.assign(static_cast<size_t>(c_.n_layer), SparseLayerStats{});
   const FfnEnv env{c_, model.weights(), pool_, mm_scratch_, gate_, up_};
-  ffn_ = choose_ffn(env, FfnChoice{sparse_, layer_threshold_, options.ffn_observer, offload_, stats_});
+  ffn_ = choose_ffn(env, FfnChoice{sparse_, layer_threshold_, options.ffn_observer, offload_, stats_, options.moe_observer});
 }
 
 SparseLayerStats InferenceContext::sparse_totals() const {

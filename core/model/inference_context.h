@@ -30,6 +30,8 @@ struct ContextOptions {
   // Sees the gate and up of every dense FFN step (all tokens of all layers; decode steps that run
   // a sparse mode or count diagnostics are not observed). Not owned; must outlive the context.
   FfnObserver* ffn_observer = nullptr;
+  // Sees the routing of every step of a mixture-of-experts model. Not owned; must outlive the context.
+  MoeRouteObserver* moe_observer = nullptr;
   static constexpr int64_t kDefaultMaxContext = 4096;
 };
 
@@ -79,8 +81,8 @@ class InferenceContext {
   const ModelConfig& c_;
   ThreadPool& pool_;
   int64_t max_batch_;
-  // The last layer computes only the rows whose logits are read; an FFN observer (profiling) sees
-  // every token of every layer, so then nothing is skipped.
+  // The last layer computes only the rows whose logits are read; an FFN or routing observer
+  // (profiling) sees every token of every layer, so then nothing is skipped.
   bool skip_unread_rows_;
   KvCache kv_;
   int64_t n_past_ = 0;

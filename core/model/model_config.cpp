@@ -69,6 +69,15 @@ ModelConfig read_model_config(const gguf::Metadata& md, const ConfigLimits& limi
     c.rope_theta = static_cast<float>(*theta);
   }
 
+  // llama.cpp's convention: no expert_count, or 0, is a dense FFN; a count of experts needs the
+  // number each token uses, which cannot be 0 or more than there are.
+  c.n_expert = optional_int(md, a + "expert_count", 0, 0, limits.max_experts);
+  if (c.n_expert > 0) {
+    c.n_expert_used = required_int(md, a + "expert_used_count", 1, c.n_expert);
+  } else if (md.contains(a + "expert_used_count") && md.get_uint(a + "expert_used_count").value_or(1) != 0) {
+    fail(a + "expert_used_count", "is set but " + a + "expert_count is 0 or missing");
+  }
+
   // dReLU is what TurboSparse/Bamboo use; ReLU-gated llama variants say so in their metadata.
   c.activation = c.architecture == "bamboo" ? FfnActivation::DReLU : FfnActivation::SiLU;
   if (auto act = md.get_string(a + "ffn_activation")) {

@@ -28,7 +28,13 @@ struct ModelConfig {
   // (metadata powerinfer.sparse_threshold, default 0). Whether predictors exist is a property of
   // the tensors: ModelWeights::has_predictor().
   float sparse_threshold = 0.0f;
+  // Mixture of experts (llama.expert_count, llama.expert_used_count): each layer's FFN is
+  // n_expert FFNs of n_ff neurons and a router that sends each token to n_expert_used of them.
+  // 0: one dense FFN per layer.
+  int64_t n_expert = 0;
+  int64_t n_expert_used = 0;
 
+  bool is_moe() const { return n_expert > 0; }
   int64_t n_embd_kv() const { return n_head_kv * head_dim; }
   int64_t n_embd_q() const { return n_head * head_dim; }
 };
@@ -40,6 +46,7 @@ struct ConfigLimits {
   int64_t max_ff = 1 << 20;
   int64_t max_heads = 1024;
   int64_t max_vocab = 1 << 21;
+  int64_t max_experts = 256;
 };
 
 // Reads "<arch>.embedding_length" etc. Throws std::runtime_error naming the key on a missing or

@@ -19,6 +19,13 @@ namespace ember {
 
 enum class WeightLoad { Mmap, Read };
 
+// One expert of a mixture-of-experts layer: a SwiGLU-shaped FFN of n_ff neurons.
+struct ExpertWeights {
+  MatrixView gate;  // (n_embd -> n_ff)
+  MatrixView up;    // (n_embd -> n_ff)
+  MatrixView down;  // (n_ff -> n_embd)
+};
+
 struct LayerWeights {
   const float* attn_norm = nullptr;  // (n_embd)
   MatrixView wq;                     // (n_embd -> n_head * head_dim)
@@ -42,6 +49,12 @@ struct LayerWeights {
   // offload_bundles) the bundle views above have data == nullptr and the neuron cache
   // (core/cache/offloaded_ffn.h) reads the bundles from here.
   uint64_t bundles_offset = 0;
+  // Mixture of experts (ModelConfig::is_moe; the dense ffn_* views above are then empty): the
+  // router blk.N.ffn_gate_inp.weight and n_expert experts, bound from llama.cpp's stacked tensors
+  // (blk.N.ffn_{gate,up,down}_exps.weight, one matrix per expert along ne[2]) or from the older
+  // per-expert names (blk.N.ffn_gate.E.weight, ...).
+  MatrixView ffn_gate_inp;           // (n_embd -> n_expert)
+  std::vector<ExpertWeights> experts;
 };
 
 // Called between the steps of a long load (before each tensor's data is bound, between the stages
@@ -110,6 +123,10 @@ class ModelWeights {
   const void* read_into_buffer(const gguf::GgufFile& file, const gguf::TensorInfo& t);
   void bind_sparse_tensors(const gguf::GgufFile& file, const ModelConfig& config);
   void bind_pack_layer(const gguf::GgufFile& file, const ModelConfig& config, int64_t layer);
+  void bind_moe_layer(const gguf::GgufFile& file, const ModelConfig& config, int64_t layer);
+  // Expert matrices of one stacked tensor {ne0, ne1, n_expert}: views into one binding.
+  std::vector<MatrixView> bind_stacked(const gguf::GgufFile& file, const std::string& name, int64_t ne0, int64_t ne1,
+                                       int64_t n_expert);
   void repack_if_enabled(MatrixView& m);
   void build_neuron_rows() const;
 

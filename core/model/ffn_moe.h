@@ -1,0 +1,45 @@
+#pragma once
+// A mixture-of-experts FFN with every weight in memory (Mixtral's): the router's logits for each
+// token, its k experts (moe_router.h), and the sum of those experts' SwiGLU-shaped FFNs weighted
+// by the gate weights. Tokens are grouped by expert, so a prompt batch reads each routed expert's
+// weights once per layer (one matmul over all of its tokens), and an expert no token chose is not
+// read at all.
+#include <cstdint>
+#include <vector>
+
+#include "core/model/ffn_strategy.h"
+
+namespace ember {
+
+// Sees the routing of every step (the profiler's routing statistics). Not owned by the FFN.
+class MoeRouteObserver {
+ public:
+  virtual ~MoeRouteObserver() = default;
+  // chosen: n rows of k expert ids (most probable first), weights alike.
+  virtual void on_routed(int64_t layer, int64_t n, int64_t k, const int32_t* chosen, const float* weights) = 0;
+};
+
+class MoeFfn : public FfnStrategy {
+ public:
+  // Allocates its scratch for as many tokens as the env's gate rows hold.
+  explicit MoeFfn(const FfnEnv& env, MoeRouteObserver* observer = nullptr);
+  void run(int64_t layer, const FfnIo& io, FfnStepReport& report) override;
+  uint64_t scratch_bytes() const override;
+
+ private:
+  // Fills chosen_/weights_ for io's tokens and groups them by expert (by_expert_, first_).
+  void route(int64_t layer, const FfnIo& io);
+  void run_expert(const ExpertWeights& ex, const FfnIo& io, int64_t begin, int64_t end);
+
+  FfnEnv env_;
+  MoeRouteObserver* observer_;
+  int64_t max_tokens_;
+  std::vector<float> logits_;      // (max_tokens, n_expert)
+  std::vector<int32_t> chosen_;    // (max_tokens, k)
+  std::vector<float> weights_;     // (max_tokens, k)
+  std::vector<int32_t> first_;     // (n_expert + 1): expert e's slots are by_expert_[first_[e], first_[e+1])
+  std::vector<int32_t> by_expert_; // (max_tokens * k) slots t * k + j, grouped by expert, tokens ascending
+  std::vector<float> xe_, ye_;     // (max_tokens, n_embd): one expert's gathered inputs and outputs
+};
+
+}  // namespace ember
