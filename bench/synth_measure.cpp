@@ -1,7 +1,8 @@
 // How sparse, skewed, predictable and local the FFN activations of a synthetic model really are:
 // the F32 reference pass of tests/synth/sparse_reference.h over a text shaped like the model's
 // greedy output, with the statistics the tests check on the tiny preset, for any preset (the
-// numbers of docs/synthetic-models.md). A measurement, not a test: it asserts nothing.
+// numbers of docs/synthetic-models.md); for mixtures of experts, the routing statistics of
+// tests/synth/router_stats.h instead. A measurement, not a test: it asserts nothing.
 //
 // usage: ember-synth-measure MODEL.gguf [TOKENS]     (TOKENS default 64, at least 16; about 90 s
 //                                                     for the 1b preset)
@@ -13,6 +14,7 @@
 
 #include "core/gguf/gguf_file.h"
 #include "tests/synth/ffn_stats.h"
+#include "tests/synth/router_stats.h"
 #include "tests/synth/sparse_reference.h"
 
 using namespace ember;
@@ -28,6 +30,15 @@ int main(int argc, char** argv) {
     const bool drelu = f.metadata().get_string("llama.ffn_activation") == "drelu";
     const auto n_vocab = static_cast<int32_t>(f.find_tensor("token_embd.weight")->ne[1]);
     const auto trace = test::trace_ffn(f, test::chain_text(n_tokens, n_vocab));
+    if (const auto n_used = f.metadata().get_uint("llama.expert_used_count")) {
+      for (size_t l = 0; l < trace.router.size(); ++l) {
+        const auto s = test::router_stats(trace.router[l], static_cast<int64_t>(*n_used));
+        std::printf("layer %zu: load min %.2f max %.2f (x even), top-1 p %.3f, first choice repeated %.3f, "
+                    "a picked expert shared %.3f, bias ratio %.3f\n",
+                    l, s.min_load, s.max_load, s.top1_prob, s.repeat_first, s.repeat_any, s.bias_ratio);
+      }
+      return 0;
+    }
     test::LayerStats mean;
     mean.recall = mean.precision = 0;  // a LayerStats starts them at 1, the value without predictor
     const auto n_layers = static_cast<double>(trace.gate.size());

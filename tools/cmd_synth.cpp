@@ -32,7 +32,9 @@ void register_synth(CLI::App& app, int& exit_code) {
   sub->description(
       "Write a deterministic synthetic llama GGUF model (random weights scaled to keep activations sane, "
       "a built-in SentencePiece-style English vocabulary) for benchmarks, demos and tests");
-  sub->add_option("--preset", flags->preset, "Model shape: tiny (tests), 1b (TinyLlama-1.1B), mistral-7b")
+  sub->add_option("--preset", flags->preset,
+                  "Model shape: tiny (tests), 1b (TinyLlama-1.1B), mistral-7b; mixtures of experts (8 experts, 2 used "
+                  "per token, SiLU only): moe-tiny (tests), moe-mid (~0.64 B), mixtral-8x7b (~46.7 B)")
       ->capture_default_str();
   sub->add_option("--type", flags->type, "Type of the weight matrices: F16, Q8_0, Q4_0, Q4_K (norms stay F32)")
       ->capture_default_str();
@@ -87,8 +89,12 @@ void register_synth(CLI::App& app, int& exit_code) {
                                 ? ""
                                 : std::string(", ffn ") + synth::activation_key_value(options.activation) +
                                       (options.predictor ? " + predictors" : "");
-    std::printf("wrote %s: preset %s, %s%s, %.3f B params, vocab %lld, %.1f MB in %.1f s\n", options.output_path.c_str(),
-                result.shape.preset.c_str(), std::string(type_name(options.type)).c_str(), ffn.c_str(),
+    const std::string experts = result.shape.is_moe() ? ", " + std::to_string(result.shape.n_experts) + " experts (" +
+                                                            std::to_string(result.shape.n_experts_used) + " used)"
+                                                      : "";
+    std::printf("wrote %s: preset %s, %s%s%s, %.3f B params, vocab %lld, %.1f MB in %.1f s\n",
+                options.output_path.c_str(), result.shape.preset.c_str(), std::string(type_name(options.type)).c_str(),
+                ffn.c_str(), experts.c_str(),
                 static_cast<double>(result.n_params) / 1e9, static_cast<long long>(result.shape.n_vocab),
                 static_cast<double>(result.file_bytes) / 1e6, result.seconds);
     exit_code = 0;

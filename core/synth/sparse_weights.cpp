@@ -158,11 +158,17 @@ double unit_hash(uint64_t a, uint64_t b) {
 // embedding with their neighbours and their FFN active sets overlap.
 void add_slow_part(uint64_t seed, const ChainPlace& place, float* row, int64_t dim) {
   constexpr double kTwoPi = 6.283185307179586;
-  for (int64_t d = 1; d < dim; d += 2) {
+  for (int64_t d = 0; d < dim; ++d) {
+    if (!is_slow_dimension(d)) continue;
     const double freq = kSlowFrequencyMin + (kSlowFrequencyMax - kSlowFrequencyMin) * unit_hash(seed, static_cast<uint64_t>(d));
     const double phase = kTwoPi * unit_hash(seed ^ place.cycle, 0x10000 + static_cast<uint64_t>(d));
     row[d] = static_cast<float>(std::sqrt(2.0) * std::sin(kTwoPi * freq * static_cast<double>(place.index) + phase));
   }
+}
+
+void slow_embedding_row(const TensorSpec& spec, uint64_t seed, const ChainPlace& place, uint64_t r, float* row) {
+  draw_plain_row(spec, seed, r, row);
+  add_slow_part(seed, place, row, static_cast<int64_t>(spec.ne[0]));
 }
 
 void norm_row(const TensorSpec& spec, uint64_t seed, float* row) {
@@ -173,8 +179,15 @@ void norm_row(const TensorSpec& spec, uint64_t seed, float* row) {
 
 }  // namespace
 
+void slow_embedding_rows(const TensorSpec& spec, uint64_t seed, uint64_t row_begin, uint64_t row_end, float* out) {
+  const auto places = chain_places(spec.ne[1]);
+  for (uint64_t r = row_begin; r < row_end; ++r)
+    slow_embedding_row(spec, seed, places[r], r, out + (r - row_begin) * spec.ne[0]);
+}
+
 void keep_fast_dimensions(float* row, int64_t dim) {
-  for (int64_t d = 1; d < dim; d += 2) row[d] = 0.0f;  // the slow part (add_slow_part)
+  for (int64_t d = 0; d < dim; ++d)
+    if (is_slow_dimension(d)) row[d] = 0.0f;  // the slow part (add_slow_part)
   row[kBiasChannel] = 0.0f;
 }
 
@@ -214,8 +227,7 @@ void generate_sparse_rows(const TensorSpec& spec, uint64_t seed, uint64_t row_be
     const auto ri = static_cast<int64_t>(r);
     switch (spec.role) {
       case TensorRole::Embedding:
-        draw_plain_row(spec, seed, r, row);
-        add_slow_part(seed, places[r], row, n);
+        slow_embedding_row(spec, seed, places[r], r, row);
         row[kBiasChannel] = kChannelValue;
         break;
       case TensorRole::Norm: norm_row(spec, seed, row); break;

@@ -19,6 +19,19 @@ ModelShape preset_shape(std::string_view name) {
     s.dim = 4096, s.n_layers = 32, s.n_heads = 32, s.n_kv_heads = 8, s.ffn_dim = 14336, s.n_vocab = 32000;
     s.context_length = 32768;
     s.rope_theta = 1000000.0f;
+  } else if (name == "moe-tiny") {
+    s.dim = 256, s.n_layers = 2, s.n_heads = 4, s.n_kv_heads = 2, s.ffn_dim = 512, s.n_vocab = 1024;
+    s.context_length = 2048;
+    s.n_experts = 8, s.n_experts_used = 2;
+  } else if (name == "moe-mid") {
+    s.dim = 1024, s.n_layers = 8, s.n_heads = 16, s.n_kv_heads = 4, s.ffn_dim = 2816, s.n_vocab = 32000;
+    s.context_length = 4096;
+    s.n_experts = 8, s.n_experts_used = 2;
+  } else if (name == "mixtral-8x7b") {
+    s.dim = 4096, s.n_layers = 32, s.n_heads = 32, s.n_kv_heads = 8, s.ffn_dim = 14336, s.n_vocab = 32000;
+    s.context_length = 32768;
+    s.rope_theta = 1000000.0f;
+    s.n_experts = 8, s.n_experts_used = 2;
   } else {
     std::string known;
     for (const auto& p : preset_names()) known += (known.empty() ? "" : ", ") + p;
@@ -27,7 +40,7 @@ ModelShape preset_shape(std::string_view name) {
   return s;
 }
 
-std::vector<std::string> preset_names() { return {"tiny", "1b", "mistral-7b"}; }
+std::vector<std::string> preset_names() { return {"tiny", "1b", "mistral-7b", "moe-tiny", "moe-mid", "mixtral-8x7b"}; }
 
 uint64_t TensorSpec::n_elements() const {
   uint64_t n = 1;
@@ -44,8 +57,12 @@ std::vector<TensorSpec> model_tensors(const ModelShape& s, SparseParams sparse) 
     throw std::invalid_argument("synth: dim must divide by n_heads and n_heads by n_kv_heads");
   if (s.dim % 256 != 0 || s.ffn_dim % 256 != 0)
     throw std::invalid_argument("synth: dim and ffn_dim must be multiples of 256 (the Q4_K block)");
+  if (s.n_experts < 0 || (s.is_moe() && (s.n_experts_used < 1 || s.n_experts_used > s.n_experts)))
+    throw std::invalid_argument("synth: a mixture of experts needs 1 <= n_experts_used <= n_experts");
+  if (s.is_moe() && sparse.enabled()) throw std::invalid_argument(kMoeSiluOnly);
   const auto dim = static_cast<uint64_t>(s.dim), kv = static_cast<uint64_t>(s.kv_dim()),
-             ffn = static_cast<uint64_t>(s.ffn_dim), vocab = static_cast<uint64_t>(s.n_vocab);
+             ffn = static_cast<uint64_t>(s.ffn_dim), vocab = static_cast<uint64_t>(s.n_vocab),
+             n_exp = static_cast<uint64_t>(s.n_experts);
   if (sparse.enabled()) {
     sparse.dim = s.dim, sparse.n_ff = s.ffn_dim, sparse.n_layers = s.n_layers;
     if (sparse.predictor_rank <= 0) sparse.predictor_rank = default_predictor_rank(s.dim);
@@ -58,8 +75,10 @@ std::vector<TensorSpec> model_tensors(const ModelShape& s, SparseParams sparse) 
   }
   std::vector<TensorSpec> t;
   const float residual_scale = 1.0f / std::sqrt(2.0f * static_cast<float>(s.n_layers));
-  auto add = [&t, residual_scale, &sparse](std::string name, TensorRole role, int32_t layer, std::vector<uint64_t> ne) {
+  auto add = [&t, residual_scale, &sparse, &s](std::string name, TensorRole role, int32_t layer,
+                                               std::vector<uint64_t> ne) {
     TensorSpec spec;
+    spec.slow_embedding = s.is_moe();
     if (role == TensorRole::AttnOut || role == TensorRole::FfnDown || role == TensorRole::FfnDownT)
       spec.std_scale = residual_scale;
     spec.sparse = sparse;
@@ -78,6 +97,13 @@ std::vector<TensorSpec> model_tensors(const ModelShape& s, SparseParams sparse) 
     add(p + "attn_v.weight", TensorRole::AttnV, l, {dim, kv});
     add(p + "attn_output.weight", TensorRole::AttnOut, l, {dim, dim});
     add(p + "ffn_norm.weight", TensorRole::Norm, l, {dim});
+    if (s.is_moe()) {  // the order of llama.cpp's convert_hf_to_gguf.py for Mixtral
+      add(p + "ffn_gate_inp.weight", TensorRole::Router, l, {dim, n_exp});
+      add(p + "ffn_gate_exps.weight", TensorRole::FfnGate, l, {dim, ffn, n_exp});
+      add(p + "ffn_down_exps.weight", TensorRole::FfnDown, l, {ffn, dim, n_exp});
+      add(p + "ffn_up_exps.weight", TensorRole::FfnUp, l, {dim, ffn, n_exp});
+      continue;
+    }
     add(p + "ffn_gate.weight", TensorRole::FfnGate, l, {dim, ffn});
     add(p + "ffn_up.weight", TensorRole::FfnUp, l, {dim, ffn});
     add(p + "ffn_down.weight", TensorRole::FfnDown, l, {ffn, dim});

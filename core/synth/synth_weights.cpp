@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/sampling/rng.h"
+#include "core/synth/router_design.h"
 #include "core/synth/sparse_weights.h"
 
 namespace ember::synth {
@@ -73,10 +74,13 @@ void add_successor_bonus(const TensorSpec& spec, uint64_t seed, uint64_t j, floa
   // this plain draw, not the slow part it shares with its neighbours on the successor cycle;
   // otherwise the tokens just before t on the cycle, t itself included, would get part of the
   // bonus and greedy text would loop back.
-  if (spec.sparse.enabled()) keep_fast_dimensions(scratch.data(), static_cast<int64_t>(dim));
+  // Mixtures of experts have the same slow dimensions (without the bias channel, of which the
+  // bonus then lacks one ordinary dimension).
+  const bool slow = spec.sparse.enabled() || spec.slow_embedding;
+  if (slow) keep_fast_dimensions(scratch.data(), static_cast<int64_t>(dim));
   // The final normed hidden state h is ~ e_t / rms(x) with rms(x) ~ 1.2, so h . e_t ~ dim / 1.2
   // (or half of it with the fast dimensions alone).
-  const float kept = spec.sparse.enabled() ? 0.5f : 1.0f;
+  const float kept = slow ? 0.5f : 1.0f;
   const float gamma = kSuccessorLogit * 1.2f / (kept * static_cast<float>(dim));
   for (uint64_t i = 0; i < dim; ++i) row[i] += gamma * scratch[i];
 }
@@ -115,6 +119,14 @@ void draw_plain_row(const TensorSpec& spec, uint64_t seed, uint64_t r, float* ro
 void generate_rows(const TensorSpec& spec, uint64_t seed, uint64_t row_begin, uint64_t row_end, float* out) {
   if (spec.sparse.enabled() && drawn_by_sparse_design(spec.role)) {
     generate_sparse_rows(spec, seed, row_begin, row_end, out);
+    return;
+  }
+  if (spec.role == TensorRole::Embedding && spec.slow_embedding) {
+    slow_embedding_rows(spec, seed, row_begin, row_end, out);
+    return;
+  }
+  if (spec.role == TensorRole::Router) {
+    generate_router_rows(spec, seed, row_begin, row_end, out);
     return;
   }
   const uint64_t n = spec.ne[0];

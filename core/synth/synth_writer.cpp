@@ -63,6 +63,10 @@ void add_llama_metadata(gguf::GgufWriter& w, const ModelShape& s, const SynthOpt
   w.add_u32("llama.embedding_length", static_cast<uint32_t>(s.dim));
   w.add_u32("llama.block_count", static_cast<uint32_t>(s.n_layers));
   w.add_u32("llama.feed_forward_length", static_cast<uint32_t>(s.ffn_dim));
+  if (s.is_moe()) {  // dense models state no expert keys, as llama.cpp's own files
+    w.add_u32("llama.expert_count", static_cast<uint32_t>(s.n_experts));
+    w.add_u32("llama.expert_used_count", static_cast<uint32_t>(s.n_experts_used));
+  }
   w.add_u32("llama.rope.dimension_count", static_cast<uint32_t>(s.head_dim()));
   w.add_u32("llama.attention.head_count", static_cast<uint32_t>(s.n_heads));
   w.add_u32("llama.attention.head_count_kv", static_cast<uint32_t>(s.n_kv_heads));
@@ -113,10 +117,11 @@ std::vector<uint8_t> quiet_output_rows(const std::vector<int32_t>& token_types) 
   return quiet;
 }
 
-// Norms are F32; predictors of their own type (F16 by default: small, and their rank need not fit
-// a quantization block); every other matrix is of the requested type.
+// Norms and routers are F32 (llama.cpp never quantizes a router: n_experts rows, and every
+// routing decision hangs on them); predictors of their own type (F16 by default: small, and their
+// rank need not fit a quantization block); every other matrix is of the requested type.
 GgmlType storage_type(const TensorSpec& t, const SynthOptions& o) {
-  if (!t.is_matrix()) return GgmlType::F32;
+  if (!t.is_matrix() || t.role == TensorRole::Router) return GgmlType::F32;
   if (t.role == TensorRole::PredictorFc1 || t.role == TensorRole::PredictorFc2) return o.predictor_type;
   return o.type;
 }
@@ -186,6 +191,10 @@ SynthResult write_synth_model(const SynthOptions& options, const SynthProgress& 
     throw std::invalid_argument("synth: type " + std::string(type_name(options.type)) +
                                 " is not one synth writes (F32, F16, Q8_0, Q4_0, Q4_K)");
   if (options.output_path.empty()) throw std::invalid_argument("synth: no output path");
+  ModelShape shape = preset_shape(options.preset);
+  if (shape.is_moe() && (options.activation != FfnActivation::SiLU || options.predictor || options.down_transposed ||
+                         options.predictor_rank != 0))
+    throw std::invalid_argument(kMoeSiluOnly);
   if ((options.predictor || options.down_transposed || options.predictor_rank != 0) &&
       options.activation == FfnActivation::SiLU)
     throw std::invalid_argument(
@@ -195,7 +204,6 @@ SynthResult write_synth_model(const SynthOptions& options, const SynthProgress& 
       options.predictor_type != GgmlType::Q4_0)
     throw std::invalid_argument("synth: predictor type " + std::string(type_name(options.predictor_type)) +
                                 " is not one synth writes (F16, Q8_0, Q4_0)");
-  ModelShape shape = preset_shape(options.preset);
   if (options.predictor && options.predictor_type != GgmlType::F16) {
     const int64_t rank = options.predictor_rank > 0 ? options.predictor_rank : default_predictor_rank(shape.dim);
     if (rank % 32 != 0)

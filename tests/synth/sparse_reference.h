@@ -1,10 +1,13 @@
 #pragma once
 // A plain F32 forward pass of a synthetic llama model, written for the tests only, that records
 // what the FFN of every layer computes at every position: the gate and up pre-activations and, for
-// PowerInfer files, the predictor's scores. It reads the weights the file really holds (dequantized
-// by the kernels' to_float), so the sparsity it measures is the model's, not the design's intent.
+// PowerInfer files, the predictor's scores; for mixtures of experts, the router's logits. It reads
+// the weights the file really holds (dequantized by the kernels' to_float), so the sparsity and
+// routing it measures are the model's, not the design's intent.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <utility>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -18,9 +21,11 @@ struct Matrix {
   int64_t cols = 0, rows = 0;  // cols = ne[0]
   std::vector<float> v;
   const float* row(int64_t r) const { return v.data() + r * cols; }
-  void apply(const float* x, float* y) const {
-    for (int64_t r = 0; r < rows; ++r) {
-      const float* w = row(r);
+  void apply(const float* x, float* y) const { apply_rows(0, rows, x, y); }
+  // y = rows [first, first + n) times x (one expert of a stacked expert tensor).
+  void apply_rows(int64_t first, int64_t n, const float* x, float* y) const {
+    for (int64_t r = 0; r < n; ++r) {
+      const float* w = row(first + r);
       double s = 0.0;
       for (int64_t c = 0; c < cols; ++c) s += static_cast<double>(w[c]) * x[c];
       y[r] = static_cast<float>(s);
@@ -48,9 +53,26 @@ inline Matrix load_matrix(const gguf::GgufFile& f, const std::string& name) {
 }
 
 struct FfnTrace {
-  // [layer][position][neuron]
+  // [layer][position][neuron]; empty for mixtures of experts
   std::vector<std::vector<std::vector<float>>> gate, up, score;
+  // [layer][position][expert]: the router's logits (mixtures of experts only)
+  std::vector<std::vector<std::vector<float>>> router;
 };
+
+// The experts a router picks: the n_used largest logits, with llama.cpp's weights for Mixtral
+// (the softmax over all experts, renormalized over the picked ones). Picked first-choice first.
+inline std::vector<std::pair<int64_t, float>> route_ref(const std::vector<float>& logits, int64_t n_used) {
+  std::vector<int64_t> order(logits.size());
+  for (size_t e = 0; e < order.size(); ++e) order[e] = static_cast<int64_t>(e);
+  std::partial_sort(order.begin(), order.begin() + n_used, order.end(),
+                    [&](int64_t a, int64_t b) { return logits[a] > logits[b]; });
+  std::vector<std::pair<int64_t, float>> picked;
+  double total = 0;
+  for (int64_t k = 0; k < n_used; ++k) total += std::exp(double(logits[order[k]] - logits[order[0]]));
+  for (int64_t k = 0; k < n_used; ++k)
+    picked.emplace_back(order[k], static_cast<float>(std::exp(double(logits[order[k]] - logits[order[0]])) / total));
+  return picked;
+}
 
 inline void rms_norm_ref(const float* x, const float* w, float* y, int64_t n, float eps) {
   double s = 0.0;
@@ -82,20 +104,26 @@ inline FfnTrace trace_ffn(const gguf::GgufFile& f, const std::vector<int32_t>& t
   const float eps = static_cast<float>(*md.get_float("llama.attention.layer_norm_rms_epsilon"));
   const float theta = static_cast<float>(*md.get_float("llama.rope.freq_base"));
   const std::string act = md.get_string("llama.ffn_activation").value_or("silu");
+  const auto n_used = static_cast<int64_t>(md.get_uint("llama.expert_used_count").value_or(0));
   const int64_t hd = dim / n_head, kvd = hd * n_kv, T = static_cast<int64_t>(tokens.size());
   const Matrix embd = load_matrix(f, "token_embd.weight");
   std::vector<std::vector<float>> x(static_cast<size_t>(T));
   for (int64_t p = 0; p < T; ++p) x[p].assign(embd.row(tokens[p]), embd.row(tokens[p]) + dim);
   FfnTrace tr;
-  tr.gate.resize(n_layer), tr.up.resize(n_layer), tr.score.resize(n_layer);
+  tr.gate.resize(n_layer), tr.up.resize(n_layer), tr.score.resize(n_layer), tr.router.resize(n_layer);
   std::vector<float> h(dim), q(dim), att(dim), o(dim), g(n_ff), u(n_ff), a(n_ff), d(dim);
   for (int64_t l = 0; l < n_layer; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
     const Matrix an = load_matrix(f, p + "attn_norm.weight"), wq = load_matrix(f, p + "attn_q.weight"),
                  wk = load_matrix(f, p + "attn_k.weight"), wv = load_matrix(f, p + "attn_v.weight"),
-                 wo = load_matrix(f, p + "attn_output.weight"), fn = load_matrix(f, p + "ffn_norm.weight"),
-                 wg = load_matrix(f, p + "ffn_gate.weight"), wu = load_matrix(f, p + "ffn_up.weight"),
-                 wd = load_matrix(f, p + "ffn_down.weight");
+                 wo = load_matrix(f, p + "attn_output.weight"), fn = load_matrix(f, p + "ffn_norm.weight");
+    const bool moe = n_used > 0;
+    const std::string exps = moe ? "_exps" : "";
+    const Matrix wg = load_matrix(f, p + "ffn_gate" + exps + ".weight"),
+                 wu = load_matrix(f, p + "ffn_up" + exps + ".weight"),
+                 wd = load_matrix(f, p + "ffn_down" + exps + ".weight");
+    Matrix router;
+    if (moe) router = load_matrix(f, p + "ffn_gate_inp.weight");
     const bool has_pred = f.find_tensor(p + "fc1.weight") != nullptr;
     Matrix fc1, fc2;
     if (has_pred) fc1 = load_matrix(f, p + "fc1.weight"), fc2 = load_matrix(f, p + "fc2.weight");
@@ -136,6 +164,19 @@ inline FfnTrace trace_ffn(const gguf::GgufFile& f, const std::vector<int32_t>& t
         tr.score[l].push_back(sc);
       }
       rms_norm_ref(xp, fn.v.data(), h.data(), dim, eps);
+      if (moe) {  // SwiGLU experts, weighted sum of the picked ones
+        std::vector<float> logits(router.rows);
+        router.apply(h.data(), logits.data());
+        tr.router[l].push_back(logits);
+        for (const auto& [e, weight] : route_ref(logits, n_used)) {
+          wg.apply_rows(e * n_ff, n_ff, h.data(), g.data());
+          wu.apply_rows(e * n_ff, n_ff, h.data(), u.data());
+          for (int64_t i = 0; i < n_ff; ++i) a[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+          wd.apply_rows(e * dim, dim, a.data(), d.data());
+          for (int64_t i = 0; i < dim; ++i) xp[i] += weight * d[i];
+        }
+        continue;
+      }
       wg.apply(h.data(), g.data());
       wu.apply(h.data(), u.data());
       tr.gate[l].push_back(g);
