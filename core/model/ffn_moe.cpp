@@ -5,6 +5,7 @@
 
 #include "core/model/moe_router.h"
 #include "core/sparse/ffn_activation.h"
+#include "core/sparse/neuron_rows_matmul.h"
 
 namespace ember {
 namespace {
@@ -30,13 +31,17 @@ uint64_t MoeFfn::scratch_bytes() const {
          (chosen_.size() + first_.size() + by_expert_.size()) * sizeof(int32_t);
 }
 
+void route_tokens(const FfnEnv& env, int64_t layer, const float* x, int64_t n, float* logits, int32_t* chosen,
+                  float* weights, MoeRouteObserver* observer) {
+  const int64_t n_expert = env.c.n_expert, k = env.c.n_expert_used;
+  ffn_matmul(env, env.w.layers[static_cast<size_t>(layer)].ffn_gate_inp, x, n, logits);
+  for (int64_t t = 0; t < n; ++t) route_token(logits + t * n_expert, n_expert, k, chosen + t * k, weights + t * k);
+  if (observer != nullptr) observer->on_routed(layer, n, k, chosen, weights);
+}
+
 void MoeFfn::route(int64_t layer, const FfnIo& io) {
   const int64_t n_expert = env_.c.n_expert, k = env_.c.n_expert_used;
-  ffn_matmul(env_, env_.w.layers[static_cast<size_t>(layer)].ffn_gate_inp, io.x, io.n, logits_.data());
-  for (int64_t t = 0; t < io.n; ++t) {
-    route_token(&logits_[sz(t, n_expert)], n_expert, k, &chosen_[sz(t, k)], &weights_[sz(t, k)]);
-  }
-  if (observer_ != nullptr) observer_->on_routed(layer, io.n, k, chosen_.data(), weights_.data());
+  route_tokens(env_, layer, io.x, io.n, logits_.data(), chosen_.data(), weights_.data(), observer_);
   // A counting sort of the slots by expert: each expert's tokens stay in ascending order.
   std::fill(first_.begin(), first_.end(), 0);
   for (int64_t s = 0; s < io.n * k; ++s) ++first_[static_cast<size_t>(chosen_[static_cast<size_t>(s)]) + 1];
@@ -78,7 +83,11 @@ void MoeFfn::run_expert(const ExpertWeights& ex, const FfnIo& io, int64_t begin,
   auto activate = [&](int64_t i, int) { ffn_activation(gate + i * F, env_.up.data() + i * F, F, act); };
   if (m == 1) activate(0, 0);
   else env_.pool.parallel_for(m, activate);
-  ffn_matmul(env_, ex.down, gate, m, ye_.data());
+  if (ex.down.data != nullptr) {
+    ffn_matmul(env_, ex.down, gate, m, ye_.data());
+  } else {  // a sparse file: the down projection exists only neuron-major
+    neuron_rows_matmul(ex.down_t, gate, m, F, ye_.data(), E, env_.pool);
+  }
   for (int64_t i = 0; i < m; ++i) {
     const int64_t slot = by_expert_[static_cast<size_t>(begin + i)];
     const float w = weights_[static_cast<size_t>(slot)];

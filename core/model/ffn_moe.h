@@ -19,6 +19,11 @@ class MoeRouteObserver {
   virtual void on_routed(int64_t layer, int64_t n, int64_t k, const int32_t* chosen, const float* weights) = 0;
 };
 
+// The router's logits for n tokens (n rows of n_expert), each token's k experts and gate weights
+// (n rows of k, moe_router.h), shown to the observer when there is one.
+void route_tokens(const FfnEnv& env, int64_t layer, const float* x, int64_t n, float* logits, int32_t* chosen,
+                  float* weights, MoeRouteObserver* observer);
+
 class MoeFfn : public FfnStrategy {
  public:
   // Allocates its scratch for as many tokens as the env's gate rows hold.

@@ -7,6 +7,7 @@
 #include "core/model/ffn_counters.h"
 #include "core/model/ffn_dense.h"
 #include "core/model/ffn_moe.h"
+#include "core/model/ffn_moe_sparse.h"
 #include "core/model/ffn_observed.h"
 #include "core/model/ffn_offloaded.h"
 #include "core/model/ffn_selectors.h"
@@ -19,10 +20,18 @@ using Mode = SparseOptions::Mode;
 void check_sparse_options(const SparseOptions& o, const ModelConfig& c, const ModelWeights& w, bool offloaded,
                           bool observed) {
   if (c.is_moe()) {
-    // Sparse experts, the neuron profiler and packs of experts are separate steps.
-    if (o.mode != Mode::Dense || o.diagnostics) {
-      throw std::invalid_argument("sparse modes and diagnostics are not supported on mixture-of-experts models yet; "
-                                  "use the dense mode");
+    // Sparse experts run in memory (oracle, predictor); a memory budget needs a pack of experts,
+    // and the neuron profiler sees dense FFNs only.
+    if (o.mode == Mode::Threshold) {
+      throw std::invalid_argument("sparse mode threshold is not supported on mixture-of-experts models; "
+                                  "use predictor or oracle");
+    }
+    if (o.mode != Mode::Dense && !w.has_down_t()) {
+      throw std::invalid_argument("sparse modes on a mixture of experts need each expert's neuron-major down "
+                                  "projection (blk.N.ffn_down_t_exps.weight or blk.N.ffn_down_t.E.weight); this model has none");
+    }
+    if (o.mode == Mode::Dense && o.diagnostics) {
+      throw std::invalid_argument("sparse diagnostics on a mixture of experts need a sparse mode (oracle, predictor)");
     }
     if (offloaded) throw std::invalid_argument("a memory budget is not supported on mixture-of-experts models yet");
     if (observed) throw std::invalid_argument("the neuron profiler does not support mixture-of-experts models yet");
@@ -114,8 +123,12 @@ std::unique_ptr<ActiveSelector> make_selector(const FfnEnv& env, const FfnChoice
 
 FfnStrategies choose_ffn(const FfnEnv& env, const FfnChoice& ch) {
   FfnStrategies s;
-  if (env.c.is_moe()) {  // check_sparse_options left the dense mode only
+  if (env.c.is_moe()) {  // check_sparse_options left dense, oracle and predictor
     s.batch = s.decode = &add<MoeFfn>(s, env, ch.routes);
+    if (ch.sparse.mode == Mode::Dense) return s;
+    const std::span<SparseLayerStats> audit = ch.sparse.diagnostics ? ch.stats : std::span<SparseLayerStats>{};
+    FfnStrategy& sparse = add<SparseMoeFfn>(s, env, ch.sparse.mode, ch.thresholds, audit, ch.routes);
+    s.decode = &add<CountedFfn>(s, sparse, ch.stats, env.c.n_ff * env.c.n_expert_used);
     return s;
   }
   if (ch.offload != nullptr) {

@@ -7,46 +7,11 @@
 #include <thread>
 
 #include "core/kernels/type_traits.h"
+#include "core/model/tensor_checks.h"
 #include "core/sparse/neuron_rows.h"
 
 namespace ember {
-namespace {
-
-std::string shape_string(const gguf::TensorInfo& t) {
-  std::string s = "{";
-  for (uint32_t i = 0; i < t.n_dims; ++i) s += (i ? ", " : "") + std::to_string(t.ne[i]);
-  return s + "}";
-}
-
-const gguf::TensorInfo& require(const gguf::GgufFile& file, const std::string& name) {
-  const gguf::TensorInfo* t = file.find_tensor(name);
-  if (!t) throw std::runtime_error("model tensor '" + name + "' is missing");
-  return *t;
-}
-
-void check_shape(const gguf::TensorInfo& t, int64_t ne0, int64_t ne1, int64_t ne2 = 1) {
-  const bool ok = t.ne[0] == static_cast<uint64_t>(ne0) && t.ne[1] == static_cast<uint64_t>(ne1) &&
-                  t.ne[2] == static_cast<uint64_t>(ne2) && t.ne[3] == 1;
-  if (!ok) {
-    // Appended piece by piece: GCC 12 warns (-Wrestrict, falsely) about "{" + std::to_string(...).
-    std::string expected = "{";
-    expected += std::to_string(ne0);
-    if (ne1 != 1 || ne2 != 1) expected += ", " + std::to_string(ne1);
-    if (ne2 != 1) expected += ", " + std::to_string(ne2);
-    expected += "}";
-    throw std::runtime_error("model tensor '" + t.name + "': shape " + shape_string(t) + ", expected " + expected);
-  }
-}
-
-// A matrix the kernels can compute with.
-void require_kernel_type(const gguf::TensorInfo& t) {
-  if (!kernel_traits(t.type)) {
-    throw std::runtime_error("model tensor '" + t.name + "': type " + std::string(type_name(t.type)) +
-                             " is not supported (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K)");
-  }
-}
-
-}  // namespace
+using namespace weights_detail;
 
 ModelWeights::ModelWeights(const gguf::GgufFile& file, const ModelConfig& c, WeightLoad load, bool repack,
                            bool offload_bundles, const LoadCheckpoint& checkpoint)
@@ -95,66 +60,13 @@ ModelWeights::ModelWeights(const gguf::GgufFile& file, const ModelConfig& c, Wei
   if (offload_bundles_ && !is_pack_) {
     throw std::runtime_error("offloading FFN bundles needs a neuron-bundle pack (make one with `ember pack`)");
   }
-  bind_sparse_tensors(file, c);
+  if (c.is_moe()) check_moe_sparse_tensors(c);
+  else bind_sparse_tensors(file, c);
   if (is_pack_) has_down_t_ = true;  // the bundles' down columns (bind_pack_layer)
   // Whatever loading left in the page cache (readahead around the tensors read) would count
   // against a cgroup memory cap and push out what matters; the bundles are read with O_DIRECT.
   if (offload_bundles_) io::drop_cached_pages(file.file());
   checkpoint_ = nullptr;  // the caller's function is not kept past the load
-}
-
-void ModelWeights::bind_moe_layer(const gguf::GgufFile& file, const ModelConfig& c, int64_t i) {
-  const std::string p = "blk." + std::to_string(i) + ".";
-  LayerWeights& l = layers[static_cast<size_t>(i)];
-  l.ffn_gate_inp = bind_matrix(file, p + "ffn_gate_inp.weight", c.n_embd, c.n_expert);
-  l.experts.resize(static_cast<size_t>(c.n_expert));
-  struct Part {
-    const char* name;
-    MatrixView ExpertWeights::*view;
-    int64_t ne0, ne1;
-  };
-  const Part parts[] = {{"ffn_gate", &ExpertWeights::gate, c.n_embd, c.n_ff},
-                        {"ffn_up", &ExpertWeights::up, c.n_embd, c.n_ff},
-                        {"ffn_down", &ExpertWeights::down, c.n_ff, c.n_embd}};
-  // One layout per layer: llama.cpp's stacked tensors, or the older one tensor per expert.
-  const bool stacked = file.find_tensor(p + "ffn_gate_exps.weight") != nullptr;
-  for (const Part& part : parts) {
-    const std::string stacked_name = p + part.name + "_exps.weight";
-    if (stacked) {
-      const std::vector<MatrixView> views = bind_stacked(file, stacked_name, part.ne0, part.ne1, c.n_expert);
-      for (int64_t e = 0; e < c.n_expert; ++e) l.experts[static_cast<size_t>(e)].*part.view = views[static_cast<size_t>(e)];
-      continue;
-    }
-    if (file.find_tensor(stacked_name)) {
-      throw std::runtime_error("model tensor '" + stacked_name + "' is stacked, but '" + p +
-                               "ffn_gate_exps.weight' is missing: a layer's experts are all stacked or all per expert");
-    }
-    for (int64_t e = 0; e < c.n_expert; ++e) {
-      const std::string name = p + part.name + "." + std::to_string(e) + ".weight";
-      l.experts[static_cast<size_t>(e)].*part.view = bind_matrix(file, name, part.ne0, part.ne1);
-    }
-  }
-}
-
-std::vector<MatrixView> ModelWeights::bind_stacked(const gguf::GgufFile& file, const std::string& name, int64_t ne0,
-                                                   int64_t ne1, int64_t n_expert) {
-  const gguf::TensorInfo& t = require(file, name);
-  check_shape(t, ne0, ne1, n_expert);
-  require_kernel_type(t);
-  const uint64_t stride = row_bytes(t.type, static_cast<uint64_t>(ne0));
-  const uint64_t expert_bytes = stride * static_cast<uint64_t>(ne1);  // ne0 * ne1 * n_expert fit the file
-  const auto* base = static_cast<const uint8_t*>(data_of(file, t, /*may_map=*/true));
-  std::vector<MatrixView> views(static_cast<size_t>(n_expert));
-  for (int64_t e = 0; e < n_expert; ++e) {
-    MatrixView& m = views[static_cast<size_t>(e)];
-    m.type = t.type;
-    m.cols = ne0;
-    m.rows = ne1;
-    m.row_stride = stride;
-    m.data = base + static_cast<uint64_t>(e) * expert_bytes;
-    repack_if_enabled(m);
-  }
-  return views;
 }
 
 void ModelWeights::bind_pack_layer(const gguf::GgufFile& file, const ModelConfig& c, int64_t i) {

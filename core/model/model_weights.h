@@ -19,11 +19,15 @@ namespace ember {
 
 enum class WeightLoad { Mmap, Read };
 
-// One expert of a mixture-of-experts layer: a SwiGLU-shaped FFN of n_ff neurons.
+// One expert of a mixture-of-experts layer: a SwiGLU-shaped FFN of n_ff neurons, with what the
+// sparse FFN needs when the file has it (as for a dense layer, see LayerWeights).
 struct ExpertWeights {
-  MatrixView gate;  // (n_embd -> n_ff)
-  MatrixView up;    // (n_embd -> n_ff)
-  MatrixView down;  // (n_ff -> n_embd)
+  MatrixView gate;      // (n_embd -> n_ff)
+  MatrixView up;        // (n_embd -> n_ff)
+  MatrixView down;      // (n_ff -> n_embd); data == nullptr when the file has only down_t
+  MatrixView down_t;    // {n_embd, n_ff}: row i = neuron i's down column; optional
+  MatrixView pred_fc1;  // (n_embd -> r); optional: PowerInfer's predictor of this expert
+  MatrixView pred_fc2;  // (r -> n_ff)
 };
 
 struct LayerWeights {
@@ -50,9 +54,11 @@ struct LayerWeights {
   // (core/cache/offloaded_ffn.h) reads the bundles from here.
   uint64_t bundles_offset = 0;
   // Mixture of experts (ModelConfig::is_moe; the dense ffn_* views above are then empty): the
-  // router blk.N.ffn_gate_inp.weight and n_expert experts, bound from llama.cpp's stacked tensors
-  // (blk.N.ffn_{gate,up,down}_exps.weight, one matrix per expert along ne[2]) or from the older
-  // per-expert names (blk.N.ffn_gate.E.weight, ...).
+  // router blk.N.ffn_gate_inp.weight and n_expert experts, each part bound from a stacked tensor
+  // (llama.cpp's blk.N.ffn_{gate,up,down}_exps.weight, Ember's ffn_down_t_exps, fc1_exps, fc2_exps:
+  // one matrix per expert along ne[2]) or from per-expert tensors (blk.N.ffn_gate.E.weight, ...:
+  // older llama.cpp files, and PowerInfer's TurboSparse-Mixtral with ffn_down_t.E, fc1.E, fc2.E).
+  // docs/moe-format.md lists them.
   MatrixView ffn_gate_inp;           // (n_embd -> n_expert)
   std::vector<ExpertWeights> experts;
 };
@@ -123,10 +129,18 @@ class ModelWeights {
   const void* read_into_buffer(const gguf::GgufFile& file, const gguf::TensorInfo& t);
   void bind_sparse_tensors(const gguf::GgufFile& file, const ModelConfig& config);
   void bind_pack_layer(const gguf::GgufFile& file, const ModelConfig& config, int64_t layer);
+  // model_weights_moe.cpp
   void bind_moe_layer(const gguf::GgufFile& file, const ModelConfig& config, int64_t layer);
   // Expert matrices of one stacked tensor {ne0, ne1, n_expert}: views into one binding.
   std::vector<MatrixView> bind_stacked(const gguf::GgufFile& file, const std::string& name, int64_t ne0, int64_t ne1,
                                        int64_t n_expert);
+  // One part of every expert of a layer (part "ffn_gate": ffn_gate_exps or ffn_gate.E); false when
+  // the layer has neither form and the part is optional. ne1 < 0: the rank, read from the tensor.
+  bool bind_expert_part(const gguf::GgufFile& file, const ModelConfig& config, int64_t layer, const std::string& part,
+                        MatrixView ExpertWeights::*view, int64_t ne0, int64_t ne1, bool required);
+  void bind_expert_predictors(const gguf::GgufFile& file, const ModelConfig& config, int64_t layer);
+  // Predictors and down_t: in every layer or in none (as for dense files).
+  void check_moe_sparse_tensors(const ModelConfig& config);
   void repack_if_enabled(MatrixView& m);
   void build_neuron_rows() const;
 

@@ -27,6 +27,14 @@ struct MoeModelSpec {
   GgmlType matrix_type = GgmlType::F32;
   GgmlType router_type = GgmlType::F32;
   float router_scale = 4.0f;       // router rows' std times sqrt(n_embd): decisive, varied routing
+  std::string activation;          // llama.ffn_activation when not empty ("relu", "drelu")
+  bool down_t = false;             // also write ffn_down_t (the transposed down of each expert)
+  bool down = true;                // write ffn_down (false: down_t only, as sparse MoE files do)
+  int64_t predictor_rank = 0;      // > 0: random predictors fc1/fc2 of this rank
+  int64_t fc2_rank = 0;            // > 0: fc2's rank instead (a mismatch)
+  // predictor_rank == n_ff: fc1 = the expert's gate, fc2 = identity, so the scores are the gate
+  // of the residual (ffn_norm weights are 1: the norm only scales), > 0 exactly where the gate is.
+  bool exact_predictor = false;
   // Defects:
   int64_t expert_count_key = -1;   // written instead of n_expert when >= 0
   int64_t expert_used_key = -1;    // written instead of n_expert_used when >= 0
@@ -34,6 +42,12 @@ struct MoeModelSpec {
   std::string reshape_tensor;      // give this tensor's last dimension one more
   std::string unstack_tensor;      // write this stacked tensor per expert instead
   uint32_t seed = 3;
+};
+
+// Deletes a written model file at the end of a test.
+struct RemoveOnExit {
+  std::filesystem::path path;
+  ~RemoveOnExit() { std::filesystem::remove(path); }
 };
 
 inline std::filesystem::path write_moe_model(const MoeModelSpec& s, const std::string& file_name) {
@@ -51,6 +65,7 @@ inline std::filesystem::path write_moe_model(const MoeModelSpec& s, const std::s
     w.add_u32("llama.expert_used_count",
               static_cast<uint32_t>(s.expert_used_key >= 0 ? s.expert_used_key : s.n_expert_used));
   }
+  if (!s.activation.empty()) w.add_string("llama.ffn_activation", s.activation);
   add_test_spm_vocab(w, s.n_vocab);
 
   // A tensor is drawn from (role, layer, expert) so that both layouts hold the same numbers.
@@ -82,8 +97,11 @@ inline std::filesystem::path write_moe_model(const MoeModelSpec& s, const std::s
       continue;
     }
     ts.push_back({p + "ffn_gate_inp.weight", {E, X}, s.router_type, "router", l});
-    const std::pair<const char*, std::vector<uint64_t>> parts[] = {
-        {"ffn_gate", {E, F}}, {"ffn_up", {E, F}}, {"ffn_down", {F, E}}};
+    const auto R = static_cast<uint64_t>(s.predictor_rank), R2 = static_cast<uint64_t>(s.fc2_rank ? s.fc2_rank : s.predictor_rank);
+    std::vector<std::pair<std::string, std::vector<uint64_t>>> parts = {{"ffn_gate", {E, F}}, {"ffn_up", {E, F}}};
+    if (s.down) parts.push_back({"ffn_down", {F, E}});
+    if (s.down_t) parts.push_back({"ffn_down_t", {E, F}});
+    if (R > 0) parts.insert(parts.end(), {{"fc1", {E, R}}, {"fc2", {R2, F}}});
     for (const auto& [part, ne] : parts) {
       const std::string stacked_name = p + part + "_exps.weight";
       if (s.stacked && stacked_name != s.unstack_tensor) {
@@ -116,6 +134,28 @@ inline std::filesystem::path write_moe_model(const MoeModelSpec& s, const std::s
     for (float& x : v) x = t.role == "norm" ? 1.0f : normal(rng) * scale;
     return v;
   };
+  // down_t holds exactly the transpose of what ffn_down holds (drawn as ffn_down).
+  auto draw_part = [&](const T& t, int64_t expert, uint64_t n) {
+    if (s.exact_predictor && t.role == "fc1") {
+      T gate = t;
+      gate.role = "ffn_gate";
+      return draw(gate, expert, n);
+    }
+    if (s.exact_predictor && t.role == "fc2") {
+      std::vector<float> v(n, 0.0f);
+      for (uint64_t i = 0; i < t.ne[1] && i < t.ne[0]; ++i) v[i * t.ne[0] + i] = 1.0f;
+      return v;
+    }
+    if (t.role != "ffn_down_t") return draw(t, expert, n);
+    T down = t;
+    down.role = "ffn_down";
+    down.ne = {F, E};
+    const std::vector<float> d = draw(down, expert, F * E);
+    std::vector<float> v(n);
+    for (uint64_t e = 0; e < E; ++e)
+      for (uint64_t i = 0; i < F; ++i) v[i * E + e] = d[e * F + i];
+    return v;
+  };
   const auto path = std::filesystem::temp_directory_path() / (file_name + "-" + std::to_string(::getpid()) + ".gguf");
   w.begin(path.string());
   for (const T& t : kept) {
@@ -124,11 +164,11 @@ inline std::filesystem::path write_moe_model(const MoeModelSpec& s, const std::s
     std::vector<float> data;
     if (stacked) {
       for (uint64_t e = 0; e < t.ne[2]; ++e) {
-        const std::vector<float> one = draw(t, static_cast<int64_t>(e), per);
+        const std::vector<float> one = draw_part(t, static_cast<int64_t>(e), per);
         data.insert(data.end(), one.begin(), one.end());
       }
     } else {
-      data = draw(t, t.expert, t.ne.size() == 1 ? t.ne[0] : per);
+      data = draw_part(t, t.expert, t.ne.size() == 1 ? t.ne[0] : per);
     }
     if (t.type == GgmlType::F32) {
       w.write_tensor_data(data.data(), data.size() * sizeof(float));

@@ -20,13 +20,8 @@
 namespace ember {
 namespace {
 
-struct RemoveOnExit {
-  std::filesystem::path path;
-  ~RemoveOnExit() { std::filesystem::remove(path); }
-};
-
 std::string load_error(const test::MoeModelSpec& spec) {
-  RemoveOnExit file{test::write_moe_model(spec, "moe-broken")};
+  test::RemoveOnExit file{test::write_moe_model(spec, "moe-broken")};
   try {
     Model::load(file.path.string());
   } catch (const std::exception& e) {
@@ -98,7 +93,7 @@ TEST_CASE("the MoE FFN equals a scalar reference, for a batch and for one token"
     spec.matrix_type = type;
     spec.n_embd = 64;
     spec.n_ff = 64;
-    RemoveOnExit file{test::write_moe_model(spec, "moe-ffn")};
+    test::RemoveOnExit file{test::write_moe_model(spec, "moe-ffn")};
     ModelLoadOptions lo;
     lo.repack = false;
     auto model = Model::load(file.path.string(), lo);
@@ -144,19 +139,46 @@ TEST_CASE("the MoE FFN equals a scalar reference, for a batch and for one token"
 
 TEST_CASE("stacked and per-expert files of the same model give the same logits") {
   test::MoeModelSpec spec;
-  RemoveOnExit stacked{test::write_moe_model(spec, "moe-stacked")};
+  test::RemoveOnExit stacked{test::write_moe_model(spec, "moe-stacked")};
   spec.stacked = false;
-  RemoveOnExit per_expert{test::write_moe_model(spec, "moe-per-expert")};
+  test::RemoveOnExit per_expert{test::write_moe_model(spec, "moe-per-expert")};
   const std::vector<int32_t> prompt = {1, 270, 280, 290, 271, 299, 265};
   CHECK(logits_of(*Model::load(stacked.path.string()), prompt) == logits_of(*Model::load(per_expert.path.string()), prompt));
+}
+
+TEST_CASE("each part of the experts may be stacked or per expert, the model is the same") {
+  test::MoeModelSpec spec;
+  spec.predictor_rank = 16;
+  spec.down_t = true;
+  test::RemoveOnExit stacked{test::write_moe_model(spec, "moe-stacked")};
+  spec.unstack_tensor = "blk.0.ffn_gate_exps.weight";  // per-expert gate in layer 0, the rest stacked
+  test::RemoveOnExit mixed{test::write_moe_model(spec, "moe-mixed")};
+  auto a = Model::load(stacked.path.string()), b = Model::load(mixed.path.string());
+  CHECK(a->weights().has_predictor());
+  CHECK(a->weights().has_down_t());
+  CHECK(a->weights().max_predictor_rank() == 16);
+  const std::vector<int32_t> prompt = {1, 270, 280, 290};
+  CHECK(logits_of(*a, prompt) == logits_of(*b, prompt));
+}
+
+TEST_CASE("a file with the down projection only neuron-major (down_t) computes the same FFN") {
+  test::MoeModelSpec spec;
+  spec.down_t = true;
+  test::RemoveOnExit both{test::write_moe_model(spec, "moe-down-both")};
+  spec.down = false;
+  test::RemoveOnExit only_t{test::write_moe_model(spec, "moe-down-t")};
+  const std::vector<int32_t> prompt = {1, 270, 280, 290, 271};
+  const auto a = logits_of(*Model::load(both.path.string()), prompt);
+  const auto b = logits_of(*Model::load(only_t.path.string()), prompt);
+  for (size_t i = 0; i < a.size(); ++i) CHECK(a[i] == doctest::Approx(b[i]).epsilon(1e-4));
 }
 
 TEST_CASE("k identical experts are the dense FFN they copy") {
   test::MoeModelSpec spec;
   spec.identical_experts = true;
-  RemoveOnExit moe{test::write_moe_model(spec, "moe-identical")};
+  test::RemoveOnExit moe{test::write_moe_model(spec, "moe-identical")};
   spec.dense_ffn = true;
-  RemoveOnExit dense{test::write_moe_model(spec, "moe-as-dense")};
+  test::RemoveOnExit dense{test::write_moe_model(spec, "moe-as-dense")};
   const std::vector<int32_t> prompt = {1, 270, 280, 290, 271};
   const auto a = logits_of(*Model::load(moe.path.string()), prompt);
   const auto b = logits_of(*Model::load(dense.path.string()), prompt);
@@ -170,7 +192,7 @@ TEST_CASE("a prompt batch grouped by expert equals the tokens one at a time") {
     spec.matrix_type = type;
     spec.n_embd = 64;
     spec.n_ff = 64;
-    RemoveOnExit file{test::write_moe_model(spec, "moe-batch")};
+    test::RemoveOnExit file{test::write_moe_model(spec, "moe-batch")};
     auto model = Model::load(file.path.string());
     const std::vector<int32_t> prompt = {1, 270, 280, 290, 271, 299, 265, 14, 15, 92};
     const auto batched = logits_of(*model, prompt);
@@ -180,15 +202,14 @@ TEST_CASE("a prompt batch grouped by expert equals the tokens one at a time") {
 }
 
 TEST_CASE("an MoE model generates greedily and refuses what it does not support yet") {
-  RemoveOnExit file{test::write_moe_model({}, "moe-generate")};
+  test::RemoveOnExit file{test::write_moe_model({}, "moe-generate")};
   auto model = Model::load(file.path.string());
   CHECK(model->config().n_expert == 4);
   CHECK(model->config().n_expert_used == 2);
   ThreadPool pool(2);
   ContextOptions sparse;
-  sparse.sparse.mode = SparseOptions::Mode::Oracle;
-  CHECK_THROWS_WITH_AS(InferenceContext(*model, pool, sparse), doctest::Contains("mixture-of-experts"),
-                       std::invalid_argument);
+  sparse.sparse.mode = SparseOptions::Mode::Oracle;  // SiLU experts, no down_t
+  CHECK_THROWS_AS(InferenceContext(*model, pool, sparse), std::invalid_argument);
   ModelLoadOptions budget;
   budget.offload.budget_bytes = 1 << 20;
   CHECK_THROWS_WITH(Model::load(file.path.string(), budget), doctest::Contains("pack"));
@@ -217,8 +238,27 @@ TEST_CASE("defects of an MoE file are refused with the key or tensor named") {
   s.skip_tensor = "blk.0.ffn_down_exps.weight";
   CHECK(load_error(s).find("'blk.0.ffn_down_exps.weight' is missing") != std::string::npos);
   s = {};
-  s.unstack_tensor = "blk.0.ffn_gate_exps.weight";  // per-expert gate, stacked up and down
-  CHECK(load_error(s).find("'blk.0.ffn_up_exps.weight' is stacked") != std::string::npos);
+  s.reshape_tensor = "blk.1.fc2_exps.weight";
+  s.predictor_rank = 16;
+  CHECK(load_error(s).find("'blk.1.fc2_exps.weight': shape {16, 96, 5}, expected {16, 96, 4}") != std::string::npos);
+  s = {};
+  s.predictor_rank = 16;
+  s.fc2_rank = 8;
+  CHECK(load_error(s).find("'blk.0.fc2_exps.weight': shape {8, 96, 4}, expected {16, 96, 4}") != std::string::npos);
+  s = {};
+  s.predictor_rank = 16;
+  s.stacked = false;
+  s.skip_tensor = "blk.1.fc2.2.weight";
+  CHECK(load_error(s).find("'blk.1.fc2.2.weight' is missing: an expert's predictor needs both") != std::string::npos);
+  s = {};
+  s.predictor_rank = 16;
+  s.stacked = false;
+  s.skip_tensor = "blk.1.fc1.3.weight";
+  s.fc2_rank = 16;
+  CHECK(load_error(s).find("'blk.1.fc1.3.weight' is missing") != std::string::npos);
+  s = {};
+  s.down = false;  // neither ffn_down nor ffn_down_t
+  CHECK(load_error(s).find("'blk.0.ffn_down_exps.weight' is missing") != std::string::npos);
   s = {};
   s.stacked = false;
   s.skip_tensor = "blk.1.ffn_up.3.weight";
@@ -233,3 +273,4 @@ TEST_CASE("defects of an MoE file are refused with the key or tensor named") {
 }
 
 }  // namespace ember
+
