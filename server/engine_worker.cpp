@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/model/routing_stats.h"
 #include "core/model/sequence_generator.h"
 
 namespace ember::server {
@@ -14,11 +15,22 @@ namespace ember::server {
 // (for prefix reuse), and the job it is running. Slots never move (held by unique_ptr), so the
 // generator may keep references to the context and the sampler.
 struct EngineWorker::Slot {
-  Slot(const Model& model, ThreadPool& pool, const ContextOptions& options) : ctx(model, pool, options) {
+  Slot(const Model& model, ThreadPool& pool, const ContextOptions& options)
+      : routes(model.config().is_moe() ? std::make_unique<RoutingStats>(model.config().n_layer, model.config().n_expert,
+                                                                        model.config().n_expert_used)
+                                       : nullptr),
+        ctx(model, pool, with_routes(options, routes.get())) {
     // Prompt + max_tokens never exceed the context, so recording tokens never reallocates.
     cached.reserve(static_cast<size_t>(ctx.n_ctx()));
   }
+  static ContextOptions with_routes(ContextOptions o, RoutingStats* routes) {
+    o.moe_observer = routes;
+    return o;
+  }
 
+  // A mixture of experts' routing in this slot (null for a dense model), for /metrics. One per
+  // slot: consecutive tokens pair up within a sequence, never across slots.
+  std::unique_ptr<RoutingStats> routes;
   InferenceContext ctx;
   // cached[i] is the token at position i of ctx, for i < ctx.n_past(). While a job runs it runs
   // ahead: the whole prompt and every sampled token are appended before they are evaluated.
@@ -84,6 +96,10 @@ EngineWorker::EngineWorker(std::unique_ptr<Model> model, const EngineOptions& op
     kv_cache_bytes_ += slots_.back()->ctx.kv_cache_bytes();
   }
   n_ctx_ = slots_.front()->ctx.n_ctx();
+  if (model_->config().is_moe()) {
+    metrics_.moe_n_expert = model_->config().n_expert;
+    metrics_.moe_expert_routed.assign(static_cast<size_t>(model_->config().n_layer * model_->config().n_expert), 0);
+  }
   const SparseOptions& sparse = options.context.sparse;
   metrics_.sparse_counted = sparse.mode != SparseOptions::Mode::Dense || sparse.diagnostics;
   metrics_.sparse_diagnostics = sparse.diagnostics;
@@ -170,6 +186,7 @@ void EngineWorker::publish_locked() {
     metrics_.replans = counters.replans;
     metrics_.memory_resident_bytes = counters.resident_bytes;
   }
+  if (!metrics_.moe_expert_routed.empty()) publish_routing_locked();
   if (!metrics_.sparse_counted) return;
   // The contexts' counters are cumulative since construction (nothing here resets them), so the
   // sum is the total; n_layer * slots additions per round, no allocation.
@@ -181,6 +198,22 @@ void EngineWorker::publish_locked() {
   }
   metrics_.sparse_totals = total;
   metrics_.sparse_decode_tokens = tokens;
+}
+
+void EngineWorker::publish_routing_locked() {
+  // Sums of the slots' cumulative counts: assigned in place, no allocation.
+  std::fill(metrics_.moe_expert_routed.begin(), metrics_.moe_expert_routed.end(), 0);
+  metrics_.moe_pairs = metrics_.moe_top1_repeats = metrics_.moe_overlaps = 0;
+  const auto n_expert = static_cast<size_t>(model_->config().n_expert);
+  for (const auto& slot : slots_) {
+    const auto& layers = slot->routes->layers();
+    for (size_t l = 0; l < layers.size(); ++l) {
+      for (size_t e = 0; e < n_expert; ++e) metrics_.moe_expert_routed[l * n_expert + e] += layers[l].expert_slots[e];
+      metrics_.moe_pairs += layers[l].pairs;
+      metrics_.moe_top1_repeats += layers[l].top1_repeats;
+      metrics_.moe_overlaps += layers[l].overlaps;
+    }
+  }
 }
 
 void EngineWorker::loop() {
@@ -326,6 +359,7 @@ void EngineWorker::start(Slot& slot) {
     slot.sampler.emplace(job.sampling, static_cast<int32_t>(model_->config().n_vocab));
     // From here the cache holds exactly the reused prefix, even if the generator rejects the job.
     slot.ctx.truncate(slot.reuse);
+    if (slot.routes) slot.routes->sequence_break();
     slot.cached.resize(static_cast<size_t>(slot.reuse));
     SequenceOptions so;
     so.limits.max_tokens = job.max_tokens;

@@ -81,6 +81,12 @@ struct EngineMetrics {
   uint64_t replan_runs = 0;            // re-plans the engine ran
   uint64_t replans = 0;                // ... of which changed the hot set (OffloadedFfn::replans())
   uint64_t replan_failures = 0;
+  // A mixture of experts (moe_n_expert > 0): every slot's routing summed, as of the engine's last
+  // round. moe_expert_routed[layer * n_expert + e]: tokens routed to expert e in that layer;
+  // consecutive tokens of a sequence (pairs), how many of them share their first choice / any expert.
+  int64_t moe_n_expert = 0;
+  std::vector<uint64_t> moe_expert_routed;
+  uint64_t moe_pairs = 0, moe_top1_repeats = 0, moe_overlaps = 0;
 };
 
 struct EngineOptions {
@@ -149,6 +155,7 @@ class EngineWorker {
   // Adds the engine thread's not yet published counters to metrics_ (under mu_), and copies the
   // slots' sparse counters (engine thread only: the contexts are not touched by anyone else).
   void publish_locked();
+  void publish_routing_locked();
   void log(const std::string& line) const;
 
   std::unique_ptr<Model> model_;

@@ -122,6 +122,25 @@ void render_sparse(std::string& out, const EngineMetrics& e) {
          number(s.precision()));
 }
 
+// A mixture of experts' routing (only for such a model): how often each expert of each layer was
+// chosen, and how often consecutive tokens of a sequence share experts (what an expert cache
+// lives on). Prompt and generated tokens alike, every slot.
+void render_moe(std::string& out, const EngineMetrics& e) {
+  family(out, "ember_moe_expert_routed_total", "counter",
+         "Tokens routed to each expert, per layer (each token goes to expert_used_count experts).");
+  const auto n_expert = static_cast<size_t>(e.moe_n_expert);
+  for (size_t i = 0; i < e.moe_expert_routed.size(); ++i) {
+    out += "ember_moe_expert_routed_total{layer=\"" + std::to_string(i / n_expert) + "\",expert=\"" +
+           std::to_string(i % n_expert) + "\"} " + u(e.moe_expert_routed[i]) + "\n";
+  }
+  metric(out, "ember_moe_consecutive_pairs_total", "counter",
+         "Pairs of consecutive tokens of a sequence, counted per layer.", u(e.moe_pairs));
+  metric(out, "ember_moe_top1_repeats_total", "counter",
+         "Of those pairs, the ones whose first-choice expert is the same.", u(e.moe_top1_repeats));
+  metric(out, "ember_moe_expert_overlaps_total", "counter",
+         "Of those pairs, the ones whose chosen experts share at least one.", u(e.moe_overlaps));
+}
+
 // The neuron cache under a memory budget (only with one: without a budget there is no cache and
 // these families are absent). Everything is cumulative since the model was loaded, re-plans
 // included; reads and bytes count both cold-bundle fetches and the chunks streamed for dense
@@ -240,6 +259,7 @@ std::string render_prometheus(const MetricsSnapshot& m) {
   metric(out, "ember_slots", "gauge", "Sequences the engine generates together.", std::to_string(e.slots));
   metric(out, "ember_kv_cache_bytes", "gauge", "Bytes of KV cache, all slots.", u(e.kv_cache_bytes));
   metric(out, "ember_model_bytes", "gauge", "Bytes of model weights resident (mapped or read).", u(e.model_bytes));
+  if (e.moe_n_expert > 0) render_moe(out, e);
   if (e.sparse_counted) render_sparse(out, e);
   if (e.offloaded) render_offload(out, e);
   return out;

@@ -1,6 +1,6 @@
 // `ember serve`'s sparse-FFN settings: the "sparse" config section (file, EMBER_* variables,
 // errors, conflicts), the engine running a sparse mode on a synthetic dReLU model with
-// predictors, and the ember_sparse_* metrics.
+// predictors, and the ember_sparse_* metrics; a mixture of experts and its ember_moe_* metrics.
 #include <doctest/doctest.h>
 
 #include <unistd.h>
@@ -249,6 +249,39 @@ TEST_CASE("engine: a sparse mode the model cannot run fails at construction; den
   MetricsSnapshot snap;
   snap.engine = dense.metrics();
   CHECK(!contains(render_prometheus(snap), "ember_sparse_"));
+}
+
+TEST_CASE("engine on a mixture of experts: completes on two slots, metrics count the routing") {
+  EngineOptions eo;
+  eo.threads = 1;
+  eo.context.n_ctx = 128;
+  eo.slots = 2;
+  EngineWorker engine(Model::load(test_server::moe_tiny_model_path()), eo);
+  const ModelConfig& c = engine.model().config();
+  REQUIRE(c.is_moe());
+  CHECK(complete(engine, "Once upon a time", 10) == "");
+  CHECK(complete(engine, "The little dog", 6) == "");
+  const EngineMetrics m = engine.metrics();
+  REQUIRE(m.moe_expert_routed.size() == static_cast<size_t>(c.n_layer * c.n_expert));
+  // Every evaluated token (prompt and generated, the last generated one is never evaluated) is
+  // routed to expert_used_count experts in every layer.
+  const uint64_t evaluated = m.prefill_tokens + m.generated_tokens - 2;
+  for (int64_t l = 0; l < c.n_layer; ++l) {
+    uint64_t routed = 0;
+    for (int64_t e = 0; e < c.n_expert; ++e) routed += m.moe_expert_routed[static_cast<size_t>(l * c.n_expert + e)];
+    CHECK(routed == evaluated * static_cast<uint64_t>(c.n_expert_used));
+  }
+  CHECK(m.moe_pairs == (evaluated - 2) * static_cast<uint64_t>(c.n_layer));  // pairs within each sequence
+  CHECK(m.moe_top1_repeats <= m.moe_overlaps);
+  CHECK(m.moe_overlaps <= m.moe_pairs);
+  MetricsSnapshot snap;
+  snap.engine = m;
+  snap.model_loaded = true;
+  const std::string text = render_prometheus(snap);
+  CHECK(contains(text, "ember_moe_expert_routed_total{layer=\"1\",expert=\"7\"} "));
+  CHECK(contains(text, "ember_moe_top1_repeats_total "));
+  snap.engine = EngineMetrics{};
+  CHECK(!contains(render_prometheus(snap), "ember_moe_"));
 }
 
 }  // namespace ember::server

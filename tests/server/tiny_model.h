@@ -42,4 +42,18 @@ inline const std::string& drelu_predictor_model_path() {
   return path;
 }
 
+// The tiny mixture-of-experts preset (8 SiLU experts, 2 used per token).
+inline const std::string& moe_tiny_model_path() {
+  static const std::string path = [] {
+    synth::SynthOptions o;
+    o.preset = "moe-tiny";
+    o.type = GgmlType::Q8_0;
+    o.threads = 2;
+    o.output_path = (test_dir() / "moe-tiny.gguf").string();
+    synth::write_synth_model(o);
+    return o.output_path;
+  }();
+  return path;
+}
+
 }  // namespace ember::test_server
