@@ -34,7 +34,7 @@ void register_synth(CLI::App& app, int& exit_code) {
       "a built-in SentencePiece-style English vocabulary) for benchmarks, demos and tests");
   sub->add_option("--preset", flags->preset,
                   "Model shape: tiny (tests), 1b (TinyLlama-1.1B), mistral-7b; mixtures of experts (8 experts, 2 used "
-                  "per token, SiLU only): moe-tiny (tests), moe-mid (~0.64 B), mixtral-8x7b (~46.7 B)")
+                  "per token): moe-tiny (tests), moe-mid (~0.64 B), mixtral-8x7b (~46.7 B)")
       ->capture_default_str();
   sub->add_option("--type", flags->type, "Type of the weight matrices: F16, Q8_0, Q4_0, Q4_K (norms stay F32)")
       ->capture_default_str();
@@ -57,7 +57,8 @@ void register_synth(CLI::App& app, int& exit_code) {
                   "Type of the predictor matrices: F16, Q8_0 or Q4_0 (quantized: 2-3.5x fewer bytes read per token)")
       ->capture_default_str();
   sub->add_flag("--down-transposed", flags->down_transposed,
-                "Also write blk.N.ffn_down_t.weight (the down projection with one row per neuron)");
+                "Also write blk.N.ffn_down_t.weight (the down projection with one row per neuron); relu/drelu "
+                "MoE presets always write ffn_down_t_exps in place of ffn_down_exps");
   sub->add_flag("-q,--quiet", flags->quiet, "Print only the final summary line (progress goes to a terminal only)");
   sub->callback([flags, &exit_code] {
     const auto type = parse_type_name(flags->type);

@@ -23,7 +23,9 @@ double dot(const float* a, const float* b, uint64_t n) {
 // experts it favours (a learned router is trained against this by a load-balancing loss; a random
 // one is not). The direction known without a forward pass is w itself: it is what RMSNorm and the
 // norm weights (mean 1) make of any offset the residual stream carries equally in every dimension.
-// Returned orthonormal.
+// In a sparse mixture the bias channel is common to all tokens too (a large constant after
+// ffn_norm): it is left out of w, and generate_router_rows zeroes every row there. Returned
+// orthonormal.
 std::vector<std::vector<float>> common_directions(const TensorSpec& spec, uint64_t seed) {
   const uint64_t dim = spec.ne[0];
   TensorSpec norm;
@@ -33,6 +35,7 @@ std::vector<std::vector<float>> common_directions(const TensorSpec& spec, uint64
   norm.ne = {dim};
   std::vector<float> w(dim);
   draw_plain_row(norm, seed, 0, w.data());
+  if (spec.sparse.enabled()) w[kBiasChannel] = 0.0f;
   const auto len = static_cast<float>(std::sqrt(dot(w.data(), w.data(), dim)));
   for (float& v : w) v /= len;
   return {w};
@@ -56,6 +59,8 @@ void generate_router_rows(const TensorSpec& spec, uint64_t seed, uint64_t row_be
   for (uint64_t r = row_begin; r < row_end; ++r) {
     float* row = out + (r - row_begin) * dim;
     draw_plain_row(spec, seed, r, row);
+    // A weight on the bias channel would be a fixed per-expert bias (the channel is constant).
+    if (spec.sparse.enabled()) row[kBiasChannel] = 0.0f;
     lean_on_slow_dimensions(row, dim);
     for (const auto& u : common) {
       const auto c = static_cast<float>(dot(row, u.data(), dim));

@@ -21,6 +21,12 @@ uint64_t layer_key(uint64_t seed, int32_t layer, uint64_t what) {
   return Rng::splitmix64(x);
 }
 
+// A dense layer's keys are layer_key's alone; an expert's differ in the top byte.
+uint64_t unit_key(uint64_t seed, FfnUnit unit, uint64_t what) {
+  if (unit.expert >= 0) what ^= (static_cast<uint64_t>(unit.expert) + 1) << 56;
+  return layer_key(seed, unit.layer, what);
+}
+
 constexpr uint64_t kBasisKey = 0xB0A515;
 constexpr uint64_t kMixKey = 0x3117;
 }  // namespace
@@ -63,14 +69,14 @@ double normal_upper_quantile(double q) {
   return 0.5 * (lo + hi);
 }
 
-std::vector<double> target_frequencies(const SparseParams& p, int32_t layer) {
+std::vector<double> target_frequencies(const SparseParams& p, FfnUnit unit) {
   const int64_t n = p.n_ff;
   std::vector<double> shape(static_cast<size_t>(n));
-  // A per-layer permutation (multiplication by a unit mod n plus an offset), so the hottest
+  // A per-unit permutation (multiplication by a unit mod n plus an offset), so the hottest
   // neurons are spread over the matrix, as in trained models, rather than being rows 0, 1, ...
-  uint64_t mult = 1 + 2 * (layer_key(0, layer, 0x5EED) % static_cast<uint64_t>(n));
+  uint64_t mult = 1 + 2 * (unit_key(0, unit, 0x5EED) % static_cast<uint64_t>(n));
   while (std::gcd(mult, static_cast<uint64_t>(n)) != 1) mult += 2;
-  const uint64_t offset = layer_key(1, layer, 0x0FF5E7) % static_cast<uint64_t>(n);
+  const uint64_t offset = unit_key(1, unit, 0x0FF5E7) % static_cast<uint64_t>(n);
   for (int64_t i = 0; i < n; ++i) {
     const uint64_t rank = (static_cast<uint64_t>(i) * mult + offset) % static_cast<uint64_t>(n);
     shape[static_cast<size_t>(i)] =
@@ -92,22 +98,22 @@ std::vector<double> target_frequencies(const SparseParams& p, int32_t layer) {
   return shape;
 }
 
-void gate_basis(const SparseParams& p, uint64_t seed, int32_t layer, std::vector<float>& b) {
+void gate_basis(const SparseParams& p, uint64_t seed, FfnUnit unit, std::vector<float>& b) {
   const int64_t k = predictor_directions(p.predictor_rank), dim = p.dim;
   b.assign(static_cast<size_t>(k * dim), 0.0f);
   // std 1/sqrt(dim): each (B h)_j then has about the spread of one ordinary pre-activation.
   const float half = std::sqrt(3.0f / static_cast<float>(dim));
   for (int64_t j = 0; j < k; ++j) {
     float* row = b.data() + j * dim;
-    fill_uniform_row(layer_key(seed, layer, kBasisKey) + static_cast<uint64_t>(j), half, row, dim);
+    fill_uniform_row(unit_key(seed, unit, kBasisKey) + static_cast<uint64_t>(j), half, row, dim);
     row[kBiasChannel] = 0.0f;
   }
 }
 
-void gate_mix_row(const SparseParams& p, uint64_t seed, int32_t layer, int64_t neuron, float* a) {
+void gate_mix_row(const SparseParams& p, uint64_t seed, FfnUnit unit, int64_t neuron, float* a) {
   const int64_t k = predictor_directions(p.predictor_rank);
   // std 1/sqrt(k): A_i . (B h) has unit spread, like an ordinary gate row.
-  fill_uniform_row(layer_key(seed, layer, kMixKey) + static_cast<uint64_t>(neuron),
+  fill_uniform_row(unit_key(seed, unit, kMixKey) + static_cast<uint64_t>(neuron),
                    std::sqrt(3.0f / static_cast<float>(k)), a, k);
 }
 

@@ -54,6 +54,14 @@ struct SparseParams {
   bool enabled() const { return activation != FfnActivation::SiLU; }
 };
 
+// The FFN the design shapes: a dense layer's, or expert `expert` of a mixture's layer. Every
+// expert is a sparse FFN of its own (its own neuron permutation, gate basis and mix rows), as in
+// TurboSparse-Mixtral; a dense layer (expert -1) draws exactly what it drew before experts existed.
+struct FfnUnit {
+  int32_t layer = 0;
+  int32_t expert = -1;
+};
+
 // Rank used when the option says 0: n_embd / 8 (a multiple of 32, since n_embd is of 256).
 int64_t default_predictor_rank(int64_t dim);
 
@@ -80,16 +88,16 @@ float channel_gain(int64_t dim);
 // 1 from the embedding plus what the (down-scaled) attention and FFN branches add.
 float residual_variance(const SparseParams& p, int32_t layer);
 
-// The firing probability the design gives each neuron of `layer` (of the whole neuron: gate and,
-// for dReLU, up): a power law over a per-layer permutation of the neurons, mean kTargetActive.
-std::vector<double> target_frequencies(const SparseParams& p, int32_t layer);
+// The firing probability the design gives each neuron of `unit` (of the whole neuron: gate and,
+// for dReLU, up): a power law over a per-unit permutation of the neurons, mean kTargetActive.
+std::vector<double> target_frequencies(const SparseParams& p, FfnUnit unit);
 
 // beta with P(Z > beta) = p for a standard normal Z (p in (0, 1)).
 double normal_upper_quantile(double p);
 
-// The low-rank factors of a layer's gate: B (K = predictor_directions rows of length dim, zero on
-// the bias channel) and row i of A (K values). Deterministic in (seed, layer, row).
-void gate_basis(const SparseParams& p, uint64_t seed, int32_t layer, std::vector<float>& b);
-void gate_mix_row(const SparseParams& p, uint64_t seed, int32_t layer, int64_t neuron, float* a);
+// The low-rank factors of a unit's gate: B (K = predictor_directions rows of length dim, zero on
+// the bias channel) and row i of A (K values). Deterministic in (seed, unit, row).
+void gate_basis(const SparseParams& p, uint64_t seed, FfnUnit unit, std::vector<float>& b);
+void gate_mix_row(const SparseParams& p, uint64_t seed, FfnUnit unit, int64_t neuron, float* a);
 
 }  // namespace ember::synth

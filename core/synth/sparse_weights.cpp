@@ -23,20 +23,33 @@ TensorSpec sibling(const TensorSpec& spec, const std::string& suffix, TensorRole
   s.name = layer_prefix(spec.layer) + suffix;
   s.role = role;
   s.layer = spec.layer;
+  s.expert = spec.expert;
   s.ne = std::move(ne);
   s.sparse = spec.sparse;
   return s;
 }
 
+FfnUnit unit_of(const TensorSpec& spec) { return {spec.layer, spec.expert}; }
+
+// The row of the whole (stacked) tensor that neuron i of an expert view is: the plain draws of
+// gate noise and up rows are keyed by it, so experts differ.
+uint64_t stacked_row(const TensorSpec& spec, int64_t i) {
+  const int64_t first = spec.expert < 0 ? 0 : static_cast<int64_t>(spec.expert) * spec.sparse.n_ff;
+  return static_cast<uint64_t>(first + i);
+}
+
 // Down projection values addressed by (output dim d, neuron i) rather than drawn row by row, so
 // that ffn_down (rows d) and ffn_down_t (rows i) hold the same matrix without either one being
-// generated whole. Row kBiasChannel is 0: nothing writes into the bias channel.
+// generated whole (ffn_down_exps / ffn_down_t_exps likewise, per expert). Row kBiasChannel is 0:
+// nothing writes into the bias channel, and a mixture's output, a weighted sum of such rows,
+// leaves it alone too.
 float down_value(const TensorSpec& down_or_t, uint64_t seed, int64_t d, int64_t i) {
   if (d == kBiasChannel) return 0.0f;
   const auto& p = down_or_t.sparse;
   const float half = std::sqrt(3.0f / static_cast<float>(p.n_ff)) / std::sqrt(2.0f * static_cast<float>(p.n_layers));
   uint64_t x = (seed * 0x9E3779B97F4A7C15ull) ^ (static_cast<uint64_t>(down_or_t.layer) << 48) ^
                (static_cast<uint64_t>(d) * static_cast<uint64_t>(p.n_ff) + static_cast<uint64_t>(i));
+  if (down_or_t.expert >= 0) x ^= (static_cast<uint64_t>(down_or_t.expert) + 1) << 40;
   const uint64_t bits = Rng::splitmix64(x);
   return half * static_cast<float>(static_cast<double>(bits >> 11) * 0x1.0p-52 - 1.0);
 }
@@ -61,14 +74,14 @@ GateContext gate_context(const TensorSpec& spec, uint64_t seed, bool need_basis)
   GateContext c;
   const auto& p = spec.sparse;
   if (need_basis) {
-    gate_basis(p, seed, spec.layer, c.basis);
+    gate_basis(p, seed, unit_of(spec), c.basis);
     c.basis_norm2.resize(static_cast<size_t>(predictor_directions(p.predictor_rank)));
     for (size_t j = 0; j < c.basis_norm2.size(); ++j) {
       const double n = norm_without_channel(c.basis.data() + j * static_cast<size_t>(p.dim), p.dim);
       c.basis_norm2[j] = n * n;
     }
   }
-  c.gate_frequency = target_frequencies(p, spec.layer);
+  c.gate_frequency = target_frequencies(p, unit_of(spec));
   if (p.activation == FfnActivation::DReLU)
     for (double& f : c.gate_frequency) f /= kUpActiveFraction;
   c.spread_scale = std::sqrt(residual_variance(p, spec.layer));
@@ -90,10 +103,10 @@ float gate_noise_and_bias(const TensorSpec& gate, uint64_t seed, const GateConte
                           float* mix, double* norm_out) {
   const auto& p = gate.sparse;
   const int64_t k = predictor_directions(p.predictor_rank);
-  gate_mix_row(p, seed, gate.layer, i, mix);
+  gate_mix_row(p, seed, unit_of(gate), i, mix);
   TensorSpec noise = gate;
   noise.std_scale = kGateNoise;
-  draw_plain_row(noise, seed, static_cast<uint64_t>(i), e_row);
+  draw_plain_row(noise, seed, stacked_row(gate, i), e_row);
   e_row[kBiasChannel] = 0.0f;
   const double e_norm = norm_without_channel(e_row, p.dim);
   double norm2 = e_norm * e_norm;
@@ -206,7 +219,10 @@ bool drawn_by_sparse_design(TensorRole role) {
   }
 }
 
-void generate_sparse_rows(const TensorSpec& spec, uint64_t seed, uint64_t row_begin, uint64_t row_end, float* out) {
+namespace {
+
+// Rows [row_begin, row_end) of a dense layer's tensor or of one expert's view of a stacked one.
+void unit_rows(const TensorSpec& spec, uint64_t seed, uint64_t row_begin, uint64_t row_end, float* out) {
   const auto& p = spec.sparse;
   const auto n = static_cast<int64_t>(spec.ne[0]);
   const int64_t k = predictor_directions(p.predictor_rank);
@@ -240,7 +256,7 @@ void generate_sparse_rows(const TensorSpec& spec, uint64_t seed, uint64_t row_be
         gate_rows(spec, seed, ctx, static_cast<int64_t>(row_begin), static_cast<int64_t>(row_end), out);
         return;  // all rows at once
       case TensorRole::FfnUp:
-        draw_plain_row(spec, seed, r, row);
+        draw_plain_row(spec, seed, stacked_row(spec, ri), row);
         row[kBiasChannel] = 0.0f;
         // dReLU: up is positive for kUpActiveFraction of tokens; ReLU: up stays an unbiased linear term.
         if (p.activation == FfnActivation::DReLU)
@@ -274,7 +290,8 @@ void generate_sparse_rows(const TensorSpec& spec, uint64_t seed, uint64_t row_be
         scratch.resize(static_cast<size_t>(p.dim));
         mix.resize(static_cast<size_t>(k));
         double gate_norm = 0.0;
-        const float bias = gate_noise_and_bias(sibling(spec, "ffn_gate.weight", TensorRole::FfnGate,
+        const char* gate_name = spec.expert < 0 ? "ffn_gate.weight" : "ffn_gate_exps.weight";
+        const float bias = gate_noise_and_bias(sibling(spec, gate_name, TensorRole::FfnGate,
                                                        {static_cast<uint64_t>(p.dim), static_cast<uint64_t>(p.n_ff)}),
                                                seed, ctx, ri, scratch.data(), mix.data(), &gate_norm);
         for (int64_t c = 0; c < n; ++c) row[c] = 0.0f;
@@ -290,6 +307,26 @@ void generate_sparse_rows(const TensorSpec& spec, uint64_t seed, uint64_t row_be
       }
       default: draw_plain_row(spec, seed, r, row); break;
     }
+  }
+}
+
+}  // namespace
+
+void generate_sparse_rows(const TensorSpec& spec, uint64_t seed, uint64_t row_begin, uint64_t row_end, float* out) {
+  if (spec.ne.size() != 3) {
+    unit_rows(spec, seed, row_begin, row_end, out);
+    return;
+  }
+  // A stacked expert tensor {row length, rows per expert, n_experts}: each expert is a sparse FFN
+  // of its own, drawn through a view of its rows (a slice may span several experts).
+  const uint64_t per_expert = spec.ne[1];
+  TensorSpec view = spec;
+  view.ne = {spec.ne[0], per_expert};
+  for (uint64_t r = row_begin; r < row_end;) {
+    const uint64_t e = r / per_expert, end = std::min(row_end, (e + 1) * per_expert);
+    view.expert = static_cast<int32_t>(e);
+    unit_rows(view, seed, r - e * per_expert, end - e * per_expert, out + (r - row_begin) * spec.ne[0]);
+    r = end;
   }
 }
 

@@ -10,6 +10,8 @@ namespace ember::synth {
 bool drawn_by_sparse_design(TensorRole role);
 
 // Fills rows [row_begin, row_end) of `spec` (spec.sparse.enabled(), drawn_by_sparse_design(role)).
+// A stacked expert tensor (three dimensions) is drawn expert by expert, each expert a sparse FFN
+// of its own (sparse_design.h: FfnUnit).
 void generate_sparse_rows(const TensorSpec& spec, uint64_t seed, uint64_t row_begin, uint64_t row_end, float* out);
 
 // Token embeddings whose odd dimensions are slow: a smooth function (sinusoids of 17 to 100

@@ -59,7 +59,6 @@ std::vector<TensorSpec> model_tensors(const ModelShape& s, SparseParams sparse) 
     throw std::invalid_argument("synth: dim and ffn_dim must be multiples of 256 (the Q4_K block)");
   if (s.n_experts < 0 || (s.is_moe() && (s.n_experts_used < 1 || s.n_experts_used > s.n_experts)))
     throw std::invalid_argument("synth: a mixture of experts needs 1 <= n_experts_used <= n_experts");
-  if (s.is_moe() && sparse.enabled()) throw std::invalid_argument(kMoeSiluOnly);
   const auto dim = static_cast<uint64_t>(s.dim), kv = static_cast<uint64_t>(s.kv_dim()),
              ffn = static_cast<uint64_t>(s.ffn_dim), vocab = static_cast<uint64_t>(s.n_vocab),
              n_exp = static_cast<uint64_t>(s.n_experts);
@@ -100,8 +99,18 @@ std::vector<TensorSpec> model_tensors(const ModelShape& s, SparseParams sparse) 
     if (s.is_moe()) {  // the order of llama.cpp's convert_hf_to_gguf.py for Mixtral
       add(p + "ffn_gate_inp.weight", TensorRole::Router, l, {dim, n_exp});
       add(p + "ffn_gate_exps.weight", TensorRole::FfnGate, l, {dim, ffn, n_exp});
-      add(p + "ffn_down_exps.weight", TensorRole::FfnDown, l, {ffn, dim, n_exp});
+      // Sparse experts keep only the neuron-major down projection: the sparse FFN reads a row per
+      // active neuron, and a 47 B file should not hold the down matrices twice.
+      if (sparse.enabled())
+        add(p + "ffn_down_t_exps.weight", TensorRole::FfnDownT, l, {dim, ffn, n_exp});
+      else
+        add(p + "ffn_down_exps.weight", TensorRole::FfnDown, l, {ffn, dim, n_exp});
       add(p + "ffn_up_exps.weight", TensorRole::FfnUp, l, {dim, ffn, n_exp});
+      if (sparse.enabled() && sparse.predictor) {
+        const auto rank = static_cast<uint64_t>(sparse.predictor_rank);
+        add(p + "fc1_exps.weight", TensorRole::PredictorFc1, l, {dim, rank, n_exp});
+        add(p + "fc2_exps.weight", TensorRole::PredictorFc2, l, {rank, ffn, n_exp});
+      }
       continue;
     }
     add(p + "ffn_gate.weight", TensorRole::FfnGate, l, {dim, ffn});

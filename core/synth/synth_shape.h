@@ -22,8 +22,8 @@ struct ModelShape {
   float rope_theta = 10000.0f;
   float rms_eps = 1e-5f;
   // Mixture of experts (llama.cpp's MoE llama layout, as Mixtral's GGUF files): 0 experts is a
-  // dense FFN; otherwise every layer has n_experts SwiGLU FFNs of ffn_dim neurons and a router
-  // that picks n_experts_used of them per token.
+  // dense FFN; otherwise every layer has n_experts FFNs of ffn_dim neurons (SwiGLU, or sparse
+  // ReLU / dReLU ones) and a router that picks n_experts_used of them per token.
   int64_t n_experts = 0;        // llama.expert_count
   int64_t n_experts_used = 0;   // llama.expert_used_count
   bool is_moe() const { return n_experts > 0; }
@@ -41,7 +41,7 @@ std::vector<std::string> preset_names();
 // What a tensor is, which decides how its values are drawn.
 // FfnDownT, PredictorFc1 and PredictorFc2 exist only in ReLU / dReLU models (sparse_design.h);
 // Router (ffn_gate_inp, one row per expert) only in mixtures of experts (router_design.h), whose
-// stacked expert tensors keep the FfnGate / FfnUp / FfnDown roles.
+// stacked expert tensors keep the roles of the dense ones.
 enum class TensorRole {
   Embedding, Norm, AttnQ, AttnK, AttnV, AttnOut, FfnGate, FfnUp, FfnDown, Output,
   FfnDownT, PredictorFc1, PredictorFc2, Router
@@ -51,6 +51,10 @@ struct TensorSpec {
   std::string name;
   TensorRole role = TensorRole::Norm;
   int32_t layer = -1;           // -1 outside the blocks
+  // One expert's slice of a stacked expert tensor (-1: the whole tensor). The sparse design draws
+  // a stacked tensor expert by expert through such views (sparse_weights.cpp); model_tensors
+  // leaves it at -1.
+  int32_t expert = -1;
   std::vector<uint64_t> ne;     // ggml order: ne[0] is the row length
   // Rows drawn at a tenth of the scale: the output rows of byte, control and unknown tokens, so
   // that generated text is made of word pieces (and runs to its length limit instead of stopping).
@@ -79,14 +83,13 @@ struct TensorSpec {
 std::vector<TensorSpec> model_tensors(const ModelShape& shape);
 // With sparse.enabled(): every spec carries `sparse` (its dim/n_ff/n_layers filled in from the
 // shape, predictor_rank resolved) and, per layer, ffn_down_t / fc1 / fc2 follow ffn_down when
-// asked for. Throws std::invalid_argument on a predictor rank outside [2, dim], and on a sparse
-// design for a mixture of experts (kMoeSiluOnly).
+// asked for. Sparse mixtures of experts have every expert sparse: blk.N.ffn_down_t_exps
+// {n_embd, n_ff, n_experts} (row i of expert e: neuron i's down column) always, in place of
+// ffn_down_exps, and with a predictor blk.N.fc1_exps {n_embd, r, n_experts} and fc2_exps
+// {r, n_ff, n_experts}. Throws std::invalid_argument on a predictor rank outside [3, dim].
 std::vector<TensorSpec> model_tensors(const ModelShape& shape, SparseParams sparse);
 
 // Every expert and router counts.
 uint64_t parameter_count(const ModelShape& shape);
-
-// The message refusing ReLU / dReLU, predictors and ffn_down_t for a mixture of experts.
-inline constexpr const char* kMoeSiluOnly = "synth: MoE presets are SiLU only for now";
 
 }  // namespace ember::synth

@@ -192,9 +192,6 @@ SynthResult write_synth_model(const SynthOptions& options, const SynthProgress& 
                                 " is not one synth writes (F32, F16, Q8_0, Q4_0, Q4_K)");
   if (options.output_path.empty()) throw std::invalid_argument("synth: no output path");
   ModelShape shape = preset_shape(options.preset);
-  if (shape.is_moe() && (options.activation != FfnActivation::SiLU || options.predictor || options.down_transposed ||
-                         options.predictor_rank != 0))
-    throw std::invalid_argument(kMoeSiluOnly);
   if ((options.predictor || options.down_transposed || options.predictor_rank != 0) &&
       options.activation == FfnActivation::SiLU)
     throw std::invalid_argument(
@@ -231,7 +228,7 @@ SynthResult write_synth_model(const SynthOptions& options, const SynthProgress& 
   sparse.activation = options.activation;
   sparse.predictor = options.predictor;
   sparse.predictor_rank = options.predictor_rank;
-  sparse.down_transposed = options.down_transposed;
+  sparse.down_transposed = options.down_transposed;  // implied for mixtures (model_tensors)
   // 4-bit rounding of the gate rows adds noise the predictor (made from the exact rows) cannot
   // see; a wider margin keeps recall above 0.95 there.
   if (options.type == GgmlType::Q4_0 || options.type == GgmlType::Q4_K) sparse.predictor_margin = kPredictorMargin4Bit;

@@ -33,7 +33,9 @@ struct SynthOptions {
   // F16, Q8_0 or Q4_0 (the quantized ones need a rank that is a multiple of 32). A quantized
   // predictor reads 2-3.5x fewer bytes per token; its scores carry rounding noise.
   GgmlType predictor_type = GgmlType::F16;
-  bool down_transposed = false;    // also write blk.N.ffn_down_t.weight ({n_embd, n_ff}, one row per neuron)
+  // Also write blk.N.ffn_down_t.weight ({n_embd, n_ff}, one row per neuron). Sparse mixtures of
+  // experts always write ffn_down_t_exps instead of ffn_down_exps, whatever this says.
+  bool down_transposed = false;
 };
 
 // "silu", "relu", "drelu" (the values of llama.ffn_activation); nullopt for anything else.

@@ -42,20 +42,23 @@ inline double jaccard(const std::vector<uint8_t>& a, const std::vector<uint8_t>&
   return uni ? double(inter) / double(uni) : 1.0;
 }
 
-inline LayerStats layer_stats(const test::FfnTrace& tr, size_t l, bool drelu, float threshold = 0.0f) {
+// The statistics of one FFN's records ([position][neuron]; for an expert, the positions routed to
+// it, so "consecutive" there means consecutive among those).
+inline LayerStats ffn_stats(const std::vector<std::vector<float>>& gate, const std::vector<std::vector<float>>& up,
+                            const std::vector<std::vector<float>>& score, bool drelu, float threshold = 0.0f) {
   LayerStats s;
-  const size_t T = tr.gate[l].size(), n = tr.gate[l][0].size();
+  const size_t T = gate.size(), n = gate[0].size();
   std::vector<double> count(n, 0.0);
   std::vector<std::vector<uint8_t>> active(T, std::vector<uint8_t>(n));
   size_t n_active = 0, tp = 0, n_pred = 0;
   for (size_t t = 0; t < T; ++t)
     for (size_t i = 0; i < n; ++i) {
-      const bool on = tr.gate[l][t][i] > 0.0f && (!drelu || tr.up[l][t][i] > 0.0f);
+      const bool on = gate[t][i] > 0.0f && (!drelu || up[t][i] > 0.0f);
       active[t][i] = on;
       n_active += on;
       count[i] += on;
-      if (!tr.score[l].empty()) {
-        const bool pred = tr.score[l][t][i] > threshold;
+      if (!score.empty()) {
+        const bool pred = score[t][i] > threshold;
         n_pred += pred;
         tp += pred && on;
       }
@@ -64,16 +67,37 @@ inline LayerStats layer_stats(const test::FfnTrace& tr, size_t l, bool drelu, fl
   std::sort(count.begin(), count.end(), std::greater<>());
   s.hot20_share = std::accumulate(count.begin(), count.begin() + static_cast<long>(n / 5), 0.0) /
                   std::max(1.0, std::accumulate(count.begin(), count.end(), 0.0));
-  if (!tr.score[l].empty()) {
+  if (!score.empty()) {
     s.recall = double(tp) / double(std::max<size_t>(1, n_active));
     s.precision = double(tp) / double(std::max<size_t>(1, n_pred));
   }
   size_t pairs_near = 0, pairs_far = 0;
   for (size_t t = 8; t + 1 < T; ++t) s.jaccard_next += jaccard(active[t], active[t + 1]), ++pairs_near;
   for (size_t t = 8; t + 16 < T; ++t) s.jaccard_far += jaccard(active[t], active[t + 16]), ++pairs_far;
-  s.jaccard_next /= double(pairs_near);
-  s.jaccard_far /= double(pairs_far);
+  s.jaccard_next /= double(std::max<size_t>(1, pairs_near));
+  s.jaccard_far /= double(std::max<size_t>(1, pairs_far));
   return s;
+}
+
+inline LayerStats layer_stats(const test::FfnTrace& tr, size_t l, bool drelu, float threshold = 0.0f) {
+  return ffn_stats(tr.gate[l], tr.up[l], tr.score[l], drelu, threshold);
+}
+
+// Expert e of layer l at the positions routed to it (a mixture of sparse experts); an expert never
+// routed has no statistics (routed == false).
+struct ExpertStats {
+  bool routed = false;
+  size_t tokens = 0;
+  LayerStats s;
+};
+
+inline ExpertStats expert_stats(const test::FfnTrace& tr, size_t l, size_t e, bool drelu, float threshold = 0.0f) {
+  const auto& r = tr.experts[l][e];
+  ExpertStats x;
+  x.tokens = r.positions.size();
+  x.routed = x.tokens > 0;
+  if (x.routed) x.s = ffn_stats(r.gate, r.up, r.score, drelu, threshold);
+  return x;
 }
 
 }  // namespace ember::test

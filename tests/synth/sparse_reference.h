@@ -1,9 +1,10 @@
 #pragma once
 // A plain F32 forward pass of a synthetic llama model, written for the tests only, that records
 // what the FFN of every layer computes at every position: the gate and up pre-activations and, for
-// PowerInfer files, the predictor's scores; for mixtures of experts, the router's logits. It reads
-// the weights the file really holds (dequantized by the kernels' to_float), so the sparsity and
-// routing it measures are the model's, not the design's intent.
+// PowerInfer files, the predictor's scores; for mixtures of experts, the router's logits and the
+// same per expert at the positions routed to it. It reads the weights the file really holds
+// (dequantized by the kernels' to_float), so the sparsity and routing it measures are the
+// model's, not the design's intent.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -52,12 +53,79 @@ inline Matrix load_matrix(const gguf::GgufFile& f, const std::string& name) {
   return m;
 }
 
+// What one FFN computed: [position][neuron]; score only for PowerInfer files.
+struct FfnRecord {
+  std::vector<int64_t> positions;  // mixtures of experts: the positions routed to this expert
+  std::vector<std::vector<float>> gate, up, score;
+};
+
 struct FfnTrace {
   // [layer][position][neuron]; empty for mixtures of experts
   std::vector<std::vector<std::vector<float>>> gate, up, score;
   // [layer][position][expert]: the router's logits (mixtures of experts only)
   std::vector<std::vector<std::vector<float>>> router;
+  // [layer][expert]: each expert at the positions routed to it (mixtures of experts only)
+  std::vector<std::vector<FfnRecord>> experts;
 };
+
+// One layer's FFN tensors as the file holds them; expert tensors stacked (unit e is rows
+// [e * per-unit rows, ...); a dense layer is unit 0). Sparse mixtures have ffn_down_t_exps only.
+struct FfnWeights {
+  Matrix gate, up, down, down_t, fc1, fc2;
+  int64_t n_ff = 0, dim = 0;
+  std::string act;
+  bool has_pred() const { return !fc1.v.empty(); }
+};
+
+inline bool has_tensor(const gguf::GgufFile& f, const std::string& name) { return f.find_tensor(name) != nullptr; }
+
+inline FfnWeights load_ffn(const gguf::GgufFile& f, const std::string& p, bool moe, int64_t n_ff, int64_t dim,
+                           const std::string& act) {
+  const std::string exps = moe ? "_exps" : "";
+  FfnWeights w;
+  w.n_ff = n_ff, w.dim = dim, w.act = act;
+  w.gate = load_matrix(f, p + "ffn_gate" + exps + ".weight");
+  w.up = load_matrix(f, p + "ffn_up" + exps + ".weight");
+  if (has_tensor(f, p + "ffn_down" + exps + ".weight")) w.down = load_matrix(f, p + "ffn_down" + exps + ".weight");
+  else w.down_t = load_matrix(f, p + "ffn_down_t" + exps + ".weight");
+  if (has_tensor(f, p + "fc1" + exps + ".weight"))
+    w.fc1 = load_matrix(f, p + "fc1" + exps + ".weight"), w.fc2 = load_matrix(f, p + "fc2" + exps + ".weight");
+  return w;
+}
+
+// Unit e of the FFN on h = ffn_norm(x) (the predictor reads x, the residual before the FFN), its
+// output times `weight` added to `out` (which may be x: it is read first); records gate, up and
+// score in `rec`.
+inline void run_ffn(const FfnWeights& w, int64_t e, const float* x, const float* h, float weight, float* out,
+                    FfnRecord& rec) {
+  std::vector<float> g(w.n_ff), u(w.n_ff), a(w.n_ff), d(w.dim, 0.0f);
+  if (w.has_pred()) {
+    const int64_t rank = w.fc2.cols;
+    std::vector<float> z(rank), sc(w.n_ff);
+    w.fc1.apply_rows(e * rank, rank, x, z.data());
+    for (float& v : z) v = std::max(v, 0.0f);
+    w.fc2.apply_rows(e * w.n_ff, w.n_ff, z.data(), sc.data());
+    rec.score.push_back(std::move(sc));
+  }
+  w.gate.apply_rows(e * w.n_ff, w.n_ff, h, g.data());
+  w.up.apply_rows(e * w.n_ff, w.n_ff, h, u.data());
+  for (int64_t i = 0; i < w.n_ff; ++i) {
+    const float gi = g[i], ui = u[i];
+    if (w.act == "silu") a[i] = gi / (1.0f + std::exp(-gi)) * ui;
+    else if (w.act == "relu") a[i] = std::max(gi, 0.0f) * ui;
+    else a[i] = std::max(gi, 0.0f) * std::max(ui, 0.0f);
+  }
+  if (!w.down.v.empty()) {
+    w.down.apply_rows(e * w.dim, w.dim, a.data(), d.data());
+  } else {  // neuron-major: the sum of the active neurons' down rows
+    for (int64_t i = 0; i < w.n_ff; ++i)
+      if (a[i] != 0.0f)
+        for (int64_t k = 0; k < w.dim; ++k) d[k] += a[i] * w.down_t.row(e * w.n_ff + i)[k];
+  }
+  for (int64_t k = 0; k < w.dim; ++k) out[k] += weight * d[k];
+  rec.gate.push_back(std::move(g));
+  rec.up.push_back(std::move(u));
+}
 
 // The experts a router picks: the n_used largest logits, with llama.cpp's weights for Mixtral
 // (the softmax over all experts, renormalized over the picked ones). Picked first-choice first.
@@ -111,23 +179,20 @@ inline FfnTrace trace_ffn(const gguf::GgufFile& f, const std::vector<int32_t>& t
   for (int64_t p = 0; p < T; ++p) x[p].assign(embd.row(tokens[p]), embd.row(tokens[p]) + dim);
   FfnTrace tr;
   tr.gate.resize(n_layer), tr.up.resize(n_layer), tr.score.resize(n_layer), tr.router.resize(n_layer);
-  std::vector<float> h(dim), q(dim), att(dim), o(dim), g(n_ff), u(n_ff), a(n_ff), d(dim);
+  tr.experts.resize(n_layer);
+  std::vector<float> h(dim), q(dim), att(dim), o(dim);
   for (int64_t l = 0; l < n_layer; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
     const Matrix an = load_matrix(f, p + "attn_norm.weight"), wq = load_matrix(f, p + "attn_q.weight"),
                  wk = load_matrix(f, p + "attn_k.weight"), wv = load_matrix(f, p + "attn_v.weight"),
                  wo = load_matrix(f, p + "attn_output.weight"), fn = load_matrix(f, p + "ffn_norm.weight");
     const bool moe = n_used > 0;
-    const std::string exps = moe ? "_exps" : "";
-    const Matrix wg = load_matrix(f, p + "ffn_gate" + exps + ".weight"),
-                 wu = load_matrix(f, p + "ffn_up" + exps + ".weight"),
-                 wd = load_matrix(f, p + "ffn_down" + exps + ".weight");
+    const FfnWeights ffn = load_ffn(f, p, moe, n_ff, dim, act);
     Matrix router;
     if (moe) router = load_matrix(f, p + "ffn_gate_inp.weight");
-    const bool has_pred = f.find_tensor(p + "fc1.weight") != nullptr;
-    Matrix fc1, fc2;
-    if (has_pred) fc1 = load_matrix(f, p + "fc1.weight"), fc2 = load_matrix(f, p + "fc2.weight");
-    std::vector<float> kc(T * kvd), vc(T * kvd), z(has_pred ? fc1.rows : 0), sc(n_ff);
+    tr.experts[l].resize(static_cast<size_t>(router.rows));
+    FfnRecord dense;
+    std::vector<float> kc(T * kvd), vc(T * kvd);
     for (int64_t pos = 0; pos < T; ++pos) {  // attention, causal
       float* xp = x[pos].data();
       rms_norm_ref(xp, an.v.data(), h.data(), dim, eps);
@@ -156,40 +221,22 @@ inline FfnTrace trace_ffn(const gguf::GgufFile& f, const std::vector<int32_t>& t
       }
       wo.apply(att.data(), o.data());
       for (int64_t i = 0; i < dim; ++i) xp[i] += o[i];
-      // FFN: the predictor reads the residual stream before ffn_norm.
-      if (has_pred) {
-        fc1.apply(xp, z.data());
-        for (float& e : z) e = std::max(e, 0.0f);
-        fc2.apply(z.data(), sc.data());
-        tr.score[l].push_back(sc);
-      }
       rms_norm_ref(xp, fn.v.data(), h.data(), dim, eps);
-      if (moe) {  // SwiGLU experts, weighted sum of the picked ones
-        std::vector<float> logits(router.rows);
-        router.apply(h.data(), logits.data());
-        tr.router[l].push_back(logits);
-        for (const auto& [e, weight] : route_ref(logits, n_used)) {
-          wg.apply_rows(e * n_ff, n_ff, h.data(), g.data());
-          wu.apply_rows(e * n_ff, n_ff, h.data(), u.data());
-          for (int64_t i = 0; i < n_ff; ++i) a[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
-          wd.apply_rows(e * dim, dim, a.data(), d.data());
-          for (int64_t i = 0; i < dim; ++i) xp[i] += weight * d[i];
-        }
+      if (!moe) {
+        run_ffn(ffn, 0, xp, h.data(), 1.0f, xp, dense);
         continue;
       }
-      wg.apply(h.data(), g.data());
-      wu.apply(h.data(), u.data());
-      tr.gate[l].push_back(g);
-      tr.up[l].push_back(u);
-      for (int64_t i = 0; i < n_ff; ++i) {
-        const float gi = g[i], ui = u[i];
-        if (act == "silu") a[i] = gi / (1.0f + std::exp(-gi)) * ui;
-        else if (act == "relu") a[i] = std::max(gi, 0.0f) * ui;
-        else a[i] = std::max(gi, 0.0f) * std::max(ui, 0.0f);
+      // The picked experts' weighted outputs; their predictors all read the x before the FFN.
+      std::vector<float> logits(router.rows), x_in(xp, xp + dim);
+      router.apply(h.data(), logits.data());
+      tr.router[l].push_back(logits);
+      for (const auto& [e, weight] : route_ref(logits, n_used)) {
+        auto& rec = tr.experts[l][static_cast<size_t>(e)];
+        rec.positions.push_back(pos);
+        run_ffn(ffn, e, x_in.data(), h.data(), weight, xp, rec);
       }
-      wd.apply(a.data(), d.data());
-      for (int64_t i = 0; i < dim; ++i) xp[i] += d[i];
     }
+    tr.gate[l] = std::move(dense.gate), tr.up[l] = std::move(dense.up), tr.score[l] = std::move(dense.score);
   }
   return tr;
 }

@@ -24,15 +24,9 @@ using namespace ember::synth;
 
 namespace {
 
-std::string temp_path(const std::string& name) { return ember::test::synth_temp_path("moe_" + name); }
-
 SynthOptions moe_options(const std::string& name, GgmlType type, uint64_t seed, int threads = 2) {
-  SynthOptions o;
-  o.preset = "moe-tiny";
-  o.type = type;
-  o.seed = seed;
+  SynthOptions o = test::test_options("moe-tiny", "moe_" + name, type, seed);
   o.threads = threads;
-  o.output_path = temp_path(name);
   return o;
 }
 
@@ -42,12 +36,7 @@ std::string write_moe(const std::string& name, GgmlType type, uint64_t seed, int
   return o.output_path;
 }
 
-
-uint64_t fnv1a(const std::vector<char>& bytes) {
-  uint64_t h = 0xCBF29CE484222325ull;
-  for (char c : bytes) h = (h ^ static_cast<unsigned char>(c)) * 0x100000001B3ull;
-  return h;
-}
+using ember::test::fnv1a;
 
 }  // namespace
 
@@ -131,12 +120,23 @@ TEST_CASE("moe-tiny is a llama GGUF with expert metadata, stacked experts and an
   std::filesystem::remove(dense.output_path);
 }
 
-TEST_CASE("dense tiny models are byte for byte what they were before the MoE presets") {
-  SynthOptions o = moe_options("dense_f32.gguf", GgmlType::F32, 4);
-  o.preset = "tiny";  // F32: no quantizer, so the bytes are the synth code's alone
-  write_synth_model(o);
-  CHECK(fnv1a(ember::test::file_bytes(o.output_path)) == 0xc222e71ea7b0b119ull);
-  std::filesystem::remove(o.output_path);
+// F32: no quantizer, so the bytes are the synth code's alone. Dense models, sparse or not, are
+// what they were before the MoE presets; SiLU mixtures what they were before sparse experts.
+TEST_CASE("dense models and SiLU mixtures keep their bytes") {
+  struct Case { const char* preset; FfnActivation act; uint64_t hash; };
+  for (const Case& c : {Case{"tiny", FfnActivation::SiLU, 0xc222e71ea7b0b119ull},
+                        Case{"tiny", FfnActivation::DReLU, 0x4f5b01ea4e6badd5ull},
+                        Case{"moe-tiny", FfnActivation::SiLU, 0x3124b913f2959eacull}}) {
+    CAPTURE(c.preset);
+    CAPTURE(activation_key_value(c.act));
+    SynthOptions o = moe_options("hash_f32.gguf", GgmlType::F32, 4);
+    o.preset = c.preset;
+    o.activation = c.act;
+    o.predictor = o.down_transposed = c.act != FfnActivation::SiLU;
+    write_synth_model(o);
+    CHECK(fnv1a(ember::test::file_bytes(o.output_path)) == c.hash);
+    std::filesystem::remove(o.output_path);
+  }
 }
 
 TEST_CASE("moe-tiny: same seed gives the same bytes whatever the threads; another seed differs") {
@@ -200,18 +200,14 @@ TEST_CASE("moe-tiny routes evenly, neither flat nor one-hot, with modest localit
   std::filesystem::remove(path);
 }
 
-TEST_CASE("MoE presets refuse the sparse options") {
-  for (int variant = 0; variant < 4; ++variant) {
+TEST_CASE("SiLU mixtures refuse the sparse-only options, as dense SiLU models do") {
+  for (int variant = 0; variant < 3; ++variant) {
     SynthOptions o = moe_options("never.gguf", GgmlType::Q8_0, 0);
-    if (variant == 0) o.activation = FfnActivation::ReLU;
-    if (variant == 1) o.activation = FfnActivation::DReLU;
-    if (variant == 2) o.activation = FfnActivation::ReLU, o.predictor = true;
-    if (variant == 3) o.down_transposed = true;
+    if (variant == 0) o.predictor = true;
+    if (variant == 1) o.down_transposed = true;
+    if (variant == 2) o.predictor_rank = 64;
     CAPTURE(variant);
-    CHECK_THROWS_WITH_AS(write_synth_model(o), kMoeSiluOnly, std::invalid_argument);
+    CHECK_THROWS_AS(write_synth_model(o), std::invalid_argument);
     CHECK_FALSE(std::filesystem::exists(o.output_path));
   }
-  SparseParams relu;
-  relu.activation = FfnActivation::ReLU;
-  CHECK_THROWS_WITH_AS(model_tensors(preset_shape("moe-tiny"), relu), kMoeSiluOnly, std::invalid_argument);
 }

@@ -18,29 +18,21 @@
 #include "core/synth/synth_writer.h"
 #include "tests/synth/ffn_stats.h"
 #include "tests/synth/sparse_reference.h"
+#include "tests/synth/synth_files.h"
 
 using namespace ember;
 using namespace ember::synth;
 
 namespace {
 
-std::string temp_path(const std::string& name) {
-  return (std::filesystem::temp_directory_path() / ("ember_test_synth_sparse_" + name)).string();
-}
+std::string temp_path(const std::string& name) { return test::synth_temp_path("sparse_" + name); }
 
 std::string write_model(const std::string& name, FfnActivation act, GgmlType type, bool predictor,
                         bool down_t = false, int64_t rank = 0, GgmlType predictor_type = GgmlType::F16) {
-  SynthOptions o;
+  SynthOptions o = test::test_options("tiny", "sparse_" + name, type, 3, act, predictor);
   o.predictor_type = predictor_type;
-  o.preset = "tiny";
-  o.type = type;
-  o.seed = 3;
-  o.threads = 2;
-  o.activation = act;
-  o.predictor = predictor;
   o.down_transposed = down_t;
   o.predictor_rank = rank;
-  o.output_path = temp_path(name);
   write_synth_model(o);
   return o.output_path;
 }
@@ -130,7 +122,7 @@ TEST_CASE("the design's power law: hottest 20% of neurons carry most of the targ
   SparseParams p;
   p.activation = FfnActivation::DReLU;
   p.dim = 2048, p.n_ff = 5632, p.n_layers = 22, p.predictor_rank = 256;
-  auto f = target_frequencies(p, 3);
+  auto f = target_frequencies(p, FfnUnit{3});
   CHECK(std::accumulate(f.begin(), f.end(), 0.0) / double(f.size()) == doctest::Approx(kTargetActive).epsilon(1e-3));
   CHECK(*std::max_element(f.begin(), f.end()) <= kMaxFrequency + 1e-9);
   std::sort(f.begin(), f.end(), std::greater<>());
