@@ -7,6 +7,7 @@
 #include "core/model/ffn_counters.h"
 #include "core/model/ffn_dense.h"
 #include "core/model/ffn_moe.h"
+#include "core/model/ffn_moe_offloaded.h"
 #include "core/model/ffn_moe_sparse.h"
 #include "core/model/ffn_observed.h"
 #include "core/model/ffn_offloaded.h"
@@ -33,7 +34,6 @@ void check_sparse_options(const SparseOptions& o, const ModelConfig& c, const Mo
     if (o.mode == Mode::Dense && o.diagnostics) {
       throw std::invalid_argument("sparse diagnostics on a mixture of experts need a sparse mode (oracle, predictor)");
     }
-    if (offloaded) throw std::invalid_argument("a memory budget is not supported on mixture-of-experts models yet");
     if (observed) throw std::invalid_argument("the neuron profiler does not support mixture-of-experts models yet");
   }
   if (o.mode == Mode::Oracle && !is_relu_family(c.activation)) {
@@ -123,6 +123,13 @@ std::unique_ptr<ActiveSelector> make_selector(const FfnEnv& env, const FfnChoice
 
 FfnStrategies choose_ffn(const FfnEnv& env, const FfnChoice& ch) {
   FfnStrategies s;
+  if (env.c.is_moe() && ch.offload != nullptr) {  // check_sparse_options left dense and predictor
+    s.batch = s.decode = &add<OffloadedMoeFfn>(s, env, *ch.offload, ch.routes);
+    if (ch.sparse.mode != Mode::Predictor) return s;
+    FfnStrategy& sparse = add<OffloadedSparseMoeFfn>(s, env, *ch.offload, ch.thresholds, ch.routes);
+    s.decode = &add<CountedFfn>(s, sparse, ch.stats, env.c.n_ff * env.c.n_expert_used);
+    return s;
+  }
   if (env.c.is_moe()) {  // check_sparse_options left dense, oracle and predictor
     s.batch = s.decode = &add<MoeFfn>(s, env, ch.routes);
     if (ch.sparse.mode == Mode::Dense) return s;

@@ -1,5 +1,6 @@
 #include "core/model/model.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace ember {
@@ -13,16 +14,25 @@ OffloadedPack offloaded_pack(const gguf::GgufFile& file, const ModelConfig& c, c
   const pack::BundleLayout& b = w.pack_info().layout;
   OffloadedPack p;
   p.path = file.path();
-  p.n_layer = c.n_layer;
+  // The cache's layers are the pack's units: the layers, or each expert of each MoE layer.
+  p.n_layer = c.n_layer * std::max<int64_t>(1, c.n_expert);
   p.n_embd = c.n_embd;
   p.n_ff = c.n_ff;
   p.activation = c.activation;
   p.layout = {b.gate_type, b.up_type, b.down_type, b.up_offset, b.down_offset, c.n_embd};
   p.bundle_bytes = b.bundle_bytes;
   for (const LayerWeights& L : w.layers) {
-    p.bundles_offset.push_back(L.bundles_offset);
-    p.neuron_freq.push_back(L.neuron_freq);
-    p.neuron_perm.push_back(L.neuron_perm);
+    if (!c.is_moe()) {
+      p.bundles_offset.push_back(L.bundles_offset);
+      p.neuron_freq.push_back(L.neuron_freq);
+      p.neuron_perm.push_back(L.neuron_perm);
+      continue;
+    }
+    for (const ExpertWeights& ex : L.experts) {
+      p.bundles_offset.push_back(ex.bundles_offset);
+      p.neuron_freq.push_back(ex.neuron_freq);
+      p.neuron_perm.push_back(ex.neuron_perm);
+    }
   }
   p.token_embd = w.token_embd;
   p.token_embd_offset = w.token_embd_offset;

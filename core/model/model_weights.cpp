@@ -34,7 +34,6 @@ ModelWeights::ModelWeights(const gguf::GgufFile& file, const ModelConfig& c, Wei
   }
   layers.resize(static_cast<size_t>(c.n_layer));
   is_pack_ = pack::is_pack(file.metadata());
-  if (is_pack_ && c.is_moe()) throw std::runtime_error("neuron-bundle packs of mixture-of-experts models are not supported");
   if (is_pack_) pack_info_ = pack::read_pack_info(file.metadata(), c.n_embd);
   for (int64_t i = 0; i < c.n_layer; ++i) {
     const std::string p = "blk." + std::to_string(i) + ".";
@@ -46,7 +45,8 @@ ModelWeights::ModelWeights(const gguf::GgufFile& file, const ModelConfig& c, Wei
     l.wo = bind_matrix(file, p + "attn_output.weight", c.n_embd_q(), c.n_embd);
     l.ffn_norm = bind_vector(file, p + "ffn_norm.weight", c.n_embd);
     if (c.is_moe()) {
-      bind_moe_layer(file, c, i);
+      if (is_pack_) bind_moe_pack_layer(file, c, i);
+      else bind_moe_layer(file, c, i);
       continue;
     }
     if (is_pack_) {
@@ -70,13 +70,31 @@ ModelWeights::ModelWeights(const gguf::GgufFile& file, const ModelConfig& c, Wei
 }
 
 void ModelWeights::bind_pack_layer(const gguf::GgufFile& file, const ModelConfig& c, int64_t i) {
+  LayerWeights& l = layers[static_cast<size_t>(i)];
+  const PackUnit u = bind_pack_units(file, c, i, 1).front();
+  l.neuron_perm = u.perm;
+  l.neuron_freq = u.freq;
+  l.bundles_offset = u.bundles_offset;
+  l.ffn_gate = u.gate;
+  l.ffn_up = u.up;
+  l.ffn_down_t = u.down_t;
+  // No down matrix: matmul on it fails its stride check instead of reading through nullptr.
+  l.ffn_down = MatrixView{};
+  l.ffn_down.type = pack_info_.layout.down_type;
+  l.ffn_down.cols = c.n_ff;
+  l.ffn_down.rows = c.n_embd;
+}
+
+std::vector<ModelWeights::PackUnit> ModelWeights::bind_pack_units(const gguf::GgufFile& file, const ModelConfig& c,
+                                                                  int64_t i, int64_t n_units) {
   const std::string p = "blk." + std::to_string(i) + ".";
   const std::string bundles_name = pack::bundles_name(i);
   // Two copies of a layer's FFN would leave it open which one counts: a pack has only bundles.
-  for (const char* plain : {"ffn_gate.weight", "ffn_up.weight", "ffn_down.weight", "ffn_down_t.weight"}) {
-    if (file.find_tensor(p + plain)) {
-      throw std::runtime_error("model tensor '" + p + plain + "' must not be in a pack (its FFN is in '" +
-                               bundles_name + "')");
+  for (const char* plain : {"ffn_gate", "ffn_up", "ffn_down", "ffn_down_t"}) {
+    for (const std::string& name : {p + plain + ".weight", p + plain + "_exps.weight", p + plain + ".0.weight"}) {
+      if (file.find_tensor(name)) {
+        throw std::runtime_error("model tensor '" + name + "' must not be in a pack (its FFN is in '" + bundles_name + "')");
+      }
     }
   }
   auto require_type = [](const gguf::TensorInfo& t, GgmlType type) {
@@ -85,65 +103,75 @@ void ModelWeights::bind_pack_layer(const gguf::GgufFile& file, const ModelConfig
                                ", expected " + std::string(type_name(type)));
     }
   };
+  // A dense layer's tensors are {.., n_ff}; an MoE layer's {.., n_ff, n_expert}.
+  const bool stacked = c.is_moe();
+  const int64_t ne_last = stacked ? n_units : 1;
   const pack::BundleLayout& b = pack_info_.layout;
   const gguf::TensorInfo& tb = require(file, bundles_name);
   require_type(tb, GgmlType::I8);
-  check_shape(tb, static_cast<int64_t>(b.bundle_bytes), c.n_ff);
+  check_shape(tb, static_cast<int64_t>(b.bundle_bytes), c.n_ff, ne_last);
   if (tb.offset % pack::kAlignment != 0) {
     throw std::runtime_error("model tensor '" + bundles_name + "': data at file offset " + std::to_string(tb.offset) +
                              " is not " + std::to_string(pack::kAlignment) + "-byte aligned");
   }
   const gguf::TensorInfo& tp = require(file, pack::perm_name(i));
   require_type(tp, GgmlType::I32);
-  check_shape(tp, c.n_ff, 1);
+  if (stacked) check_shape(tp, c.n_ff, n_units);
+  else check_shape(tp, c.n_ff, 1);
   const gguf::TensorInfo& tf = require(file, pack::freq_name(i));
   require_type(tf, GgmlType::F32);
-  check_shape(tf, c.n_ff, 1);
+  if (stacked) check_shape(tf, c.n_ff, n_units);
+  else check_shape(tf, c.n_ff, 1);
 
-  LayerWeights& l = layers[static_cast<size_t>(i)];
   // The permutation is not needed to compute (predictor rows are permuted with the bundles), but
   // a broken one means a broken file.
-  l.neuron_perm = static_cast<const int32_t*>(data_of(file, tp));
-  const std::string perm_error = pack::permutation_error(l.neuron_perm, c.n_ff);
-  if (!perm_error.empty()) {
-    throw std::runtime_error("model tensor '" + tp.name + "' is not a permutation of [0, n_ff): " + perm_error);
-  }
-  l.neuron_freq = static_cast<const float*>(data_of(file, tf));
-  for (int64_t k = 0; k < c.n_ff; ++k) {
-    const float f = l.neuron_freq[k];
-    if (!(f >= 0.0f && f <= 1.0f)) {  // also false for NaN
-      throw std::runtime_error("model tensor '" + tf.name + "': value " + std::to_string(f) + " at " +
-                               std::to_string(k) + " is not a frequency in [0, 1]");
-    }
-  }
-  l.bundles_offset = tb.offset;
+  const auto* perms = static_cast<const int32_t*>(data_of(file, tp));
+  const auto* freqs = static_cast<const float*>(data_of(file, tf));
   // Offloaded: the views keep their shapes for the kernels' checks, with no data; the neuron cache
   // reads the bundles (core/cache/offloaded_ffn.h).
   // All in RAM with repacking on (the fast in-memory mode): the bundles are read into huge-page
   // memory rather than mapped. File pages are 4 KiB, and the sparse FFN reads ~7 KB bundles at
   // random: fewer TLB misses on 2 MiB pages (see io::AlignedBuffer).
-  const void* bundles = nullptr;
+  const uint8_t* bundles = nullptr;
   if (!offload_bundles_ && repack_ && load_ == WeightLoad::Mmap) {
     resident_bytes_ += tb.n_bytes;
-    bundles = read_into_buffer(file, tb);
+    bundles = static_cast<const uint8_t*>(read_into_buffer(file, tb));
     // The copy is what counts: the bundles' page cache (two thirds of the file) would otherwise
     // double the memory the pack takes until the kernel gets round to reclaiming it.
     io::drop_cached_pages(file.file(), tb.offset, tb.n_bytes);
   } else if (!offload_bundles_) {
-    bundles = data_of(file, tb);
+    bundles = static_cast<const uint8_t*>(data_of(file, tb));
   }
-  l.ffn_gate = pack::gate_view(b, bundles, c.n_ff, c.n_embd);
-  l.ffn_up = pack::up_view(b, bundles, c.n_ff, c.n_embd);
   // Bundle rows are never repacked: a repacked copy would add two thirds of the FFN's size to
   // memory, and the neuron cache (offloaded_ffn.h) computes from the bundles as they are, so the
   // all-in-RAM pack must too for results not to depend on the memory budget. Prompt batches lose
   // little (matmul repacks row blocks on the fly); only dense one-token steps are slower.
-  // No down matrix: matmul on it fails its stride check instead of reading through nullptr.
-  l.ffn_down = MatrixView{};
-  l.ffn_down.type = b.down_type;
-  l.ffn_down.cols = c.n_ff;
-  l.ffn_down.rows = c.n_embd;
-  l.ffn_down_t = pack::down_rows_view(b, bundles, c.n_ff, c.n_embd);
+  std::vector<PackUnit> units(static_cast<size_t>(n_units));
+  const uint64_t unit_bytes = b.bundle_bytes * static_cast<uint64_t>(c.n_ff);
+  for (int64_t e = 0; e < n_units; ++e) {
+    PackUnit& u = units[static_cast<size_t>(e)];
+    u.perm = perms + e * c.n_ff;
+    const std::string where = stacked ? " (expert " + std::to_string(e) + ")" : "";
+    const std::string perm_error = pack::permutation_error(u.perm, c.n_ff);
+    if (!perm_error.empty()) {
+      throw std::runtime_error("model tensor '" + tp.name + "'" + where + " is not a permutation of [0, n_ff): " +
+                               perm_error);
+    }
+    u.freq = freqs + e * c.n_ff;
+    for (int64_t k = 0; k < c.n_ff; ++k) {
+      const float f = u.freq[k];
+      if (!(f >= 0.0f && f <= 1.0f)) {  // also false for NaN
+        throw std::runtime_error("model tensor '" + tf.name + "'" + where + ": value " + std::to_string(f) + " at " +
+                                 std::to_string(k) + " is not a frequency in [0, 1]");
+      }
+    }
+    const uint8_t* mine = bundles ? bundles + static_cast<uint64_t>(e) * unit_bytes : nullptr;
+    u.bundles_offset = tb.offset + static_cast<uint64_t>(e) * unit_bytes;
+    u.gate = pack::gate_view(b, mine, c.n_ff, c.n_embd);
+    u.up = pack::up_view(b, mine, c.n_ff, c.n_embd);
+    u.down_t = pack::down_rows_view(b, mine, c.n_ff, c.n_embd);
+  }
+  return units;
 }
 
 namespace {

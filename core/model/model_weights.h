@@ -28,6 +28,10 @@ struct ExpertWeights {
   MatrixView down_t;    // {n_embd, n_ff}: row i = neuron i's down column; optional
   MatrixView pred_fc1;  // (n_embd -> r); optional: PowerInfer's predictor of this expert
   MatrixView pred_fc2;  // (r -> n_ff)
+  // Packs only, as LayerWeights' (the expert's bundles in blk.N.ffn_bundles along ne[2]).
+  const int32_t* neuron_perm = nullptr;
+  const float* neuron_freq = nullptr;
+  uint64_t bundles_offset = 0;
 };
 
 struct LayerWeights {
@@ -129,8 +133,19 @@ class ModelWeights {
   const void* read_into_buffer(const gguf::GgufFile& file, const gguf::TensorInfo& t);
   void bind_sparse_tensors(const gguf::GgufFile& file, const ModelConfig& config);
   void bind_pack_layer(const gguf::GgufFile& file, const ModelConfig& config, int64_t layer);
+  // A layer's bundles, neuron permutations and frequencies: n_units of n_ff bundles each (the
+  // experts of an MoE layer along ne[2], or 1), checked; what each unit's views point at.
+  struct PackUnit {
+    MatrixView gate, up, down_t;
+    const int32_t* perm = nullptr;
+    const float* freq = nullptr;
+    uint64_t bundles_offset = 0;
+  };
+  std::vector<PackUnit> bind_pack_units(const gguf::GgufFile& file, const ModelConfig& config, int64_t layer,
+                                        int64_t n_units);
   // model_weights_moe.cpp
   void bind_moe_layer(const gguf::GgufFile& file, const ModelConfig& config, int64_t layer);
+  void bind_moe_pack_layer(const gguf::GgufFile& file, const ModelConfig& config, int64_t layer);
   // Expert matrices of one stacked tensor {ne0, ne1, n_expert}: views into one binding.
   std::vector<MatrixView> bind_stacked(const gguf::GgufFile& file, const std::string& name, int64_t ne0, int64_t ne1,
                                        int64_t n_expert);

@@ -47,6 +47,28 @@ void ModelWeights::bind_moe_layer(const gguf::GgufFile& file, const ModelConfig&
   bind_expert_predictors(file, c, i);
 }
 
+void ModelWeights::bind_moe_pack_layer(const gguf::GgufFile& file, const ModelConfig& c, int64_t i) {
+  LayerWeights& l = layers[static_cast<size_t>(i)];
+  l.ffn_gate_inp = bind_matrix(file, layer_prefix(i) + "ffn_gate_inp.weight", c.n_embd, c.n_expert);
+  l.experts.resize(static_cast<size_t>(c.n_expert));
+  const std::vector<PackUnit> units = bind_pack_units(file, c, i, c.n_expert);
+  for (int64_t e = 0; e < c.n_expert; ++e) {
+    ExpertWeights& ex = l.experts[static_cast<size_t>(e)];
+    const PackUnit& u = units[static_cast<size_t>(e)];
+    ex.gate = u.gate;
+    ex.up = u.up;
+    ex.down_t = u.down_t;
+    ex.neuron_perm = u.perm;
+    ex.neuron_freq = u.freq;
+    ex.bundles_offset = u.bundles_offset;
+    ex.down = MatrixView{};  // only neuron-major, inside the bundles
+    ex.down.type = u.down_t.type;
+    ex.down.cols = c.n_ff;
+    ex.down.rows = c.n_embd;
+  }
+  bind_expert_predictors(file, c, i);
+}
+
 bool ModelWeights::bind_expert_part(const gguf::GgufFile& file, const ModelConfig& c, int64_t i, const std::string& part,
                                     MatrixView ExpertWeights::*view, int64_t ne0, int64_t ne1, bool required) {
   LayerWeights& l = layers[static_cast<size_t>(i)];

@@ -1,5 +1,6 @@
 #include "core/pack/pack_verify.h"
 
+#include <algorithm>
 #include <cstring>
 #include <set>
 #include <stdexcept>
@@ -66,16 +67,16 @@ void check_metadata(const gguf::GgufFile& src, const gguf::GgufFile& pk, VerifyR
   }
 }
 
-void check_layer(const Model& src, const Model& pk, int64_t l, VerifyReport& r, Checker& check) {
-  const LayerWeights& S = src.weights().layers[static_cast<size_t>(l)];
-  const LayerWeights& P = pk.weights().layers[static_cast<size_t>(l)];
+void check_unit(const Model& src, const Model& pk, int64_t unit, VerifyReport& r, Checker& check) {
+  const FfnUnit S = ffn_unit(src, unit), P = ffn_unit(pk, unit);
   const BundleLayout& b = pk.weights().pack_info().layout;
-  const SourceDownRows down(src, l);
-  const int64_t F = src.config().n_ff;
-  const std::string name = bundles_name(l);
+  const SourceDownRows down(src, unit);
+  const int64_t F = src.config().n_ff, l = S.layer;
+  const std::string name = bundles_name(l) + (S.expert >= 0 ? " expert " + std::to_string(S.expert) : "");
+  const std::string from_expert = S.expert >= 0 ? " of expert " + std::to_string(S.expert) : "";
   for (int64_t k = 0; k < F; ++k) {
     const int32_t i = P.neuron_perm[k];  // a permutation: checked when the pack loaded
-    const uint8_t* bundle = matrix_row(P.ffn_gate, k);
+    const uint8_t* bundle = matrix_row(P.gate, k);
     const struct {
       const char* part;
       const uint8_t* have;
@@ -83,15 +84,15 @@ void check_layer(const Model& src, const Model& pk, int64_t l, VerifyReport& r, 
       uint64_t bytes;
       const char* from;
     } parts[] = {
-        {"gate row", bundle, matrix_row(S.ffn_gate, i), b.gate_bytes, "ffn_gate.weight row"},
-        {"up row", bundle + b.up_offset, matrix_row(S.ffn_up, i), b.up_bytes, "ffn_up.weight row"},
+        {"gate row", bundle, matrix_row(S.gate, i), b.gate_bytes, "ffn_gate row"},
+        {"up row", bundle + b.up_offset, matrix_row(S.up, i), b.up_bytes, "ffn_up row"},
         {"down column", bundle + b.down_offset, down.row(i), b.down_bytes,
-         src.weights().has_down_t() ? "ffn_down_t.weight row" : "ffn_down.weight column"},
+         src.weights().has_down_t() ? "ffn_down_t row" : "ffn_down column"},
     };
     for (const auto& p : parts) {
       if (std::memcmp(p.have, p.want, p.bytes) != 0) {
         check.mismatch(name + ": bundle " + std::to_string(k) + " (neuron " + std::to_string(i) + "): " + p.part +
-                       " differs from blk." + std::to_string(l) + "." + p.from + " " + std::to_string(i));
+                       " differs from blk." + std::to_string(l) + "." + p.from + " " + std::to_string(i) + from_expert);
       }
     }
     ++r.bundles_checked;
@@ -108,9 +109,10 @@ void check_tensors(const Model& src, const Model& pk, VerifyReport& r, Checker& 
     expected.insert(perm_name(l));
     expected.insert(freq_name(l));
   }
+  const int64_t per_layer = std::max<int64_t>(1, src.config().n_expert);
   for (const gguf::TensorInfo& t : sf.tensors()) {
-    int64_t l = -1;
-    const SourceRole role = source_role(t.name, n_layer, &l);
+    int64_t l = -1, e = -1;
+    const SourceRole role = source_role(t.name, n_layer, &l, &e);
     if (role != SourceRole::Copy && role != SourceRole::Fc2) continue;
     expected.insert(t.name);
     ++r.tensors_checked;
@@ -128,13 +130,17 @@ void check_tensors(const Model& src, const Model& pk, VerifyReport& r, Checker& 
       if (std::memcmp(a.data(), b.data(), t.n_bytes) != 0) check.mismatch("tensor '" + t.name + "' differs from the source's");
       continue;
     }
-    // fc2: row k of the pack's = row perm[k] of the source's.
-    const int32_t* perm = pk.weights().layers[static_cast<size_t>(l)].neuron_perm;
-    const uint64_t rb = t.row_bytes();
-    for (uint64_t k = 0; k < t.rows(); ++k) {
-      if (std::memcmp(b.data() + k * rb, a.data() + rb * static_cast<uint64_t>(perm[k]), rb) != 0) {
-        check.mismatch("tensor '" + t.name + "': row " + std::to_string(k) + " differs from the source's row " +
-                       std::to_string(perm[k]) + " (" + perm_name(l) + ")");
+    // fc2: row k of a unit's block of n_ff rows in the pack's = row perm[k] of the source's block
+    // (one block, or one per expert when stacked).
+    const uint64_t rb = t.row_bytes(), F = static_cast<uint64_t>(src.config().n_ff);
+    for (uint64_t row = 0; row < t.rows(); ++row) {
+      const uint64_t block = row / F, k = row % F;
+      const int64_t unit = l * per_layer + (e >= 0 ? e : static_cast<int64_t>(block));
+      const int32_t* perm = ffn_unit(pk, unit).neuron_perm;
+      const uint64_t from = block * F + static_cast<uint64_t>(perm[k]);
+      if (std::memcmp(b.data() + row * rb, a.data() + rb * from, rb) != 0) {
+        check.mismatch("tensor '" + t.name + "': row " + std::to_string(row) + " differs from the source's row " +
+                       std::to_string(from) + " (" + perm_name(l) + ")");
         break;
       }
     }
@@ -160,8 +166,9 @@ VerifyReport verify_pack(const std::string& source_path, const std::string& pack
   }
   if (!pk->weights().is_pack()) throw std::runtime_error(pack_path + " is not a pack (no " + kVersionKey + ")");
   const ModelConfig& c = src->config();
-  if (pk->config().n_layer != c.n_layer || pk->config().n_ff != c.n_ff || pk->config().n_embd != c.n_embd) {
-    throw std::runtime_error(pack_path + ": its shape (layers, n_ff, n_embd) differs from the source's");
+  if (pk->config().n_layer != c.n_layer || pk->config().n_ff != c.n_ff || pk->config().n_embd != c.n_embd ||
+      pk->config().n_expert != c.n_expert) {
+    throw std::runtime_error(pack_path + ": its shape (layers, n_ff, n_embd, experts) differs from the source's");
   }
   const BundleLayout want = source_bundle_layout(*src), have = pk->weights().pack_info().layout;
   if (want.gate_type != have.gate_type || want.up_type != have.up_type || want.down_type != have.down_type) {
@@ -174,9 +181,10 @@ VerifyReport verify_pack(const std::string& source_path, const std::string& pack
   Checker check(r);
   check_metadata(src->file(), pk->file(), r, check);
   check_tensors(*src, *pk, r, check);
-  for (int64_t l = 0; l < c.n_layer; ++l) {
-    check_layer(*src, *pk, l, r, check);
-    if (on_layer) on_layer(l + 1, c.n_layer);
+  const int64_t per_layer = std::max<int64_t>(1, c.n_expert);
+  for (int64_t u = 0; u < unit_count(c); ++u) {
+    check_unit(*src, *pk, u, r, check);
+    if (on_layer && (u + 1) % per_layer == 0) on_layer((u + 1) / per_layer, c.n_layer);
   }
   return r;
 }

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <numeric>
+#include <span>
 #include <stdexcept>
 
 #include "core/gguf/gguf_writer.h"
@@ -23,20 +24,22 @@ struct LayerPlan {
   std::vector<float> freq;    // activation frequency of bundle k
 };
 
+// One plan per unit (pack_source.h: a layer, or an expert of an MoE layer).
 std::vector<LayerPlan> plan_layers(const PackOptions& o, const ModelConfig& c) {
+  const int64_t n_units = unit_count(c);
   if (o.profile != nullptr) {
-    check_profile_matches(*o.profile, c.n_layer, c.n_ff);
+    check_profile_matches(*o.profile, n_units, c.n_ff);
     if (o.profile->activation != activation_name(c.activation)) {
       throw std::runtime_error("pack: the profile was made for a " + o.profile->activation + " FFN, this model's is " +
                                std::string(activation_name(c.activation)));
     }
   }
-  if (!o.order.empty() && static_cast<int64_t>(o.order.size()) != c.n_layer) {
+  if (!o.order.empty() && static_cast<int64_t>(o.order.size()) != n_units) {
     throw std::runtime_error("pack: " + std::to_string(o.order.size()) + " bundle orders for " +
-                             std::to_string(c.n_layer) + " layers");
+                             std::to_string(n_units) + (c.is_moe() ? " experts of all layers" : " layers"));
   }
-  std::vector<LayerPlan> plans(static_cast<size_t>(c.n_layer));
-  for (int64_t l = 0; l < c.n_layer; ++l) {
+  std::vector<LayerPlan> plans(static_cast<size_t>(n_units));
+  for (int64_t l = 0; l < n_units; ++l) {
     LayerPlan& p = plans[static_cast<size_t>(l)];
     if (!o.order.empty()) {
       p.perm = o.order[static_cast<size_t>(l)];
@@ -65,11 +68,15 @@ void declare_tensors(gguf::GgufWriter& w, const gguf::GgufFile& src, const Model
   for (const gguf::TensorInfo& t : src.tensors()) {
     int64_t l = -1;
     switch (source_role(t.name, c.n_layer, &l)) {
-      case SourceRole::Gate:  // the layer's bundles take the gate's place in the file
-        w.add_tensor(bundles_name(l), GgmlType::I8, {b.bundle_bytes, static_cast<uint64_t>(c.n_ff)});
-        w.add_tensor(perm_name(l), GgmlType::I32, {static_cast<uint64_t>(c.n_ff)});
-        w.add_tensor(freq_name(l), GgmlType::F32, {static_cast<uint64_t>(c.n_ff)});
+      case SourceRole::Gate: {  // the layer's bundles take the gate's place in the file
+        const auto F = static_cast<uint64_t>(c.n_ff), X = static_cast<uint64_t>(c.n_expert);
+        // An MoE layer's experts are stacked along ne[2] (ne[1] for the per-neuron vectors).
+        w.add_tensor(bundles_name(l), GgmlType::I8, c.is_moe() ? std::vector<uint64_t>{b.bundle_bytes, F, X}
+                                                                : std::vector<uint64_t>{b.bundle_bytes, F});
+        w.add_tensor(perm_name(l), GgmlType::I32, c.is_moe() ? std::vector<uint64_t>{F, X} : std::vector<uint64_t>{F});
+        w.add_tensor(freq_name(l), GgmlType::F32, c.is_moe() ? std::vector<uint64_t>{F, X} : std::vector<uint64_t>{F});
         break;
+      }
       case SourceRole::Up:
       case SourceRole::Down:
       case SourceRole::DownT: break;  // inside the bundles
@@ -79,9 +86,10 @@ void declare_tensors(gguf::GgufWriter& w, const gguf::GgufFile& src, const Model
   }
 }
 
-void write_bundles(gguf::GgufWriter& w, const Model& model, int64_t l, const BundleLayout& b, const LayerPlan& p) {
-  const LayerWeights& L = model.weights().layers[static_cast<size_t>(l)];
-  const SourceDownRows down(model, l);
+// The bundles of one unit, in the plan's order.
+void write_unit_bundles(gguf::GgufWriter& w, const Model& model, int64_t unit, const BundleLayout& b, const LayerPlan& p) {
+  const FfnUnit L = ffn_unit(model, unit);
+  const SourceDownRows down(model, unit);
   const int64_t F = model.config().n_ff;
   std::vector<uint8_t> buf(static_cast<size_t>(b.bundle_bytes * static_cast<uint64_t>(std::min(F, kBundlesPerWrite))));
   for (int64_t k0 = 0; k0 < F; k0 += kBundlesPerWrite) {
@@ -89,29 +97,48 @@ void write_bundles(gguf::GgufWriter& w, const Model& model, int64_t l, const Bun
     for (int64_t j = 0; j < n; ++j) {
       const int32_t i = p.perm[static_cast<size_t>(k0 + j)];
       uint8_t* bundle = buf.data() + static_cast<uint64_t>(j) * b.bundle_bytes;
-      std::memcpy(bundle, matrix_row(L.ffn_gate, i), b.gate_bytes);
-      std::memcpy(bundle + b.up_offset, matrix_row(L.ffn_up, i), b.up_bytes);
+      std::memcpy(bundle, matrix_row(L.gate, i), b.gate_bytes);
+      std::memcpy(bundle + b.up_offset, matrix_row(L.up, i), b.up_bytes);
       std::memcpy(bundle + b.down_offset, down.row(i), b.down_bytes);
     }
     w.write_tensor_data(buf.data(), static_cast<uint64_t>(n) * b.bundle_bytes);
   }
-  w.write_tensor_data(p.perm.data(), p.perm.size() * sizeof(int32_t));
-  w.write_tensor_data(p.freq.data(), p.freq.size() * sizeof(float));
 }
 
-// fc2 {r, n_ff}: row k of the pack's = row perm[k] of the source's, so scores index bundles.
-void write_fc2(gguf::GgufWriter& w, const gguf::GgufFile& src, const gguf::TensorInfo& t, const LayerPlan& p) {
-  if (t.rows() != p.perm.size() || t.n_dims != 2) {
+// A layer's bundles tensor, then its permutations, then its frequencies (each unit's in turn).
+void write_layer_bundles(gguf::GgufWriter& w, const Model& model, int64_t layer, const BundleLayout& b,
+                         const std::vector<LayerPlan>& plans) {
+  const int64_t per_layer = std::max<int64_t>(1, model.config().n_expert);
+  const int64_t first = layer * per_layer;
+  for (int64_t u = first; u < first + per_layer; ++u) write_unit_bundles(w, model, u, b, plans[static_cast<size_t>(u)]);
+  for (int64_t u = first; u < first + per_layer; ++u) {
+    w.write_tensor_data(plans[static_cast<size_t>(u)].perm.data(), plans[static_cast<size_t>(u)].perm.size() * sizeof(int32_t));
+  }
+  for (int64_t u = first; u < first + per_layer; ++u) {
+    w.write_tensor_data(plans[static_cast<size_t>(u)].freq.data(), plans[static_cast<size_t>(u)].freq.size() * sizeof(float));
+  }
+}
+
+// fc2 {r, n_ff} (stacked: {r, n_ff, n_expert}, one block of n_ff rows per unit): row k of a unit's
+// block in the pack = row perm[k] of the source's block, so scores index bundles.
+void write_fc2(gguf::GgufWriter& w, const gguf::GgufFile& src, const gguf::TensorInfo& t,
+               std::span<const LayerPlan> units) {
+  const uint64_t F = units.front().perm.size();
+  if (t.rows() != F * units.size()) {
     throw std::runtime_error("pack: " + t.name + " has " + std::to_string(t.rows()) + " rows, expected n_ff = " +
-                             std::to_string(p.perm.size()));
+                             std::to_string(F) + (units.size() > 1 ? " per expert" : ""));
   }
   const io::MappedRegion m = src.map_tensor(t);
   const uint64_t rb = t.row_bytes();
   std::vector<uint8_t> buf(static_cast<size_t>(rb * 256));
-  for (size_t k0 = 0; k0 < p.perm.size(); k0 += 256) {
-    const size_t n = std::min<size_t>(256, p.perm.size() - k0);
-    for (size_t j = 0; j < n; ++j) std::memcpy(buf.data() + j * rb, m.data() + rb * static_cast<uint64_t>(p.perm[k0 + j]), rb);
-    w.write_tensor_data(buf.data(), rb * n);
+  for (size_t e = 0; e < units.size(); ++e) {
+    const uint8_t* block = m.data() + rb * F * e;
+    const std::vector<int32_t>& perm = units[e].perm;
+    for (size_t k0 = 0; k0 < F; k0 += 256) {
+      const size_t n = std::min<size_t>(256, F - k0);
+      for (size_t j = 0; j < n; ++j) std::memcpy(buf.data() + j * rb, block + rb * static_cast<uint64_t>(perm[k0 + j]), rb);
+      w.write_tensor_data(buf.data(), rb * n);
+    }
   }
 }
 
@@ -137,17 +164,24 @@ void write_pack_file(const PackOptions& o, const Model& model, const std::vector
 
   w.begin(path);
   int64_t layers_done = 0;
+  const int64_t per_layer = std::max<int64_t>(1, c.n_expert);
   for (const gguf::TensorInfo& t : src.tensors()) {
-    int64_t l = -1;
-    switch (source_role(t.name, c.n_layer, &l)) {
+    int64_t l = -1, e = -1;
+    switch (source_role(t.name, c.n_layer, &l, &e)) {
       case SourceRole::Gate:
-        write_bundles(w, model, l, b, plans[static_cast<size_t>(l)]);
+        write_layer_bundles(w, model, l, b, plans);
         if (o.on_layer) o.on_layer(++layers_done, c.n_layer);
         break;
       case SourceRole::Up:
       case SourceRole::Down:
       case SourceRole::DownT: break;
-      case SourceRole::Fc2: write_fc2(w, src, t, plans[static_cast<size_t>(l)]); break;
+      case SourceRole::Fc2: {
+        // Stacked (or dense): the layer's units; per expert: that expert's.
+        const int64_t first = l * per_layer + std::max<int64_t>(0, e);
+        const int64_t count = e >= 0 || !c.is_moe() ? 1 : per_layer;
+        write_fc2(w, src, t, std::span<const LayerPlan>(plans.data() + first, static_cast<size_t>(count)));
+        break;
+      }
       case SourceRole::Copy: {
         const io::MappedRegion m = src.map_tensor(t);
         w.write_tensor_data(m.data(), t.n_bytes);

@@ -1,0 +1,107 @@
+#include "core/model/ffn_moe_offloaded.h"
+
+#include <algorithm>
+
+#include "core/model/moe_router.h"
+#include "core/model/ops.h"
+#include "core/sparse/predictor.h"
+#include "core/util/clock.h"
+
+namespace ember {
+
+OffloadedMoeFfn::OffloadedMoeFfn(const FfnEnv& env, OffloadedFfn& offload, MoeRouteObserver* observer)
+    : env_(env), offload_(offload), observer_(observer), batches_(env) {}
+
+void OffloadedMoeFfn::run(int64_t layer, const FfnIo& io, FfnStepReport& report) {
+  const int64_t E = env_.c.n_embd;
+  batches_.route(layer, io.x, io.n, observer_);
+  std::fill(io.out, io.out + io.n * E, 0.0f);
+  for (int64_t e = 0; e < env_.c.n_expert; ++e) {
+    const int64_t m = batches_.tokens_of(e);
+    if (m == 0) continue;
+    const float* xe = batches_.gather(e, io.x, E);
+    offload_.dense_step(layer * env_.c.n_expert + e, xe, m, env_.gate.data(), env_.up.data(), batches_.outputs(),
+                        env_.pool, env_.mm);
+    batches_.scatter_add(e, io.out);
+  }
+  report.n_active = env_.c.n_ff * env_.c.n_expert_used;
+}
+
+OffloadedSparseMoeFfn::OffloadedSparseMoeFfn(const FfnEnv& env, OffloadedFfn& offload,
+                                             std::span<const float> thresholds, MoeRouteObserver* observer)
+    : env_(env),
+      offload_(offload),
+      thresholds_(thresholds),
+      observer_(observer),
+      logits_(static_cast<size_t>(env.c.n_expert), 0.0f),
+      chosen_(static_cast<size_t>(env.c.n_expert_used), 0),
+      weights_(static_cast<size_t>(env.c.n_expert_used), 0.0f),
+      active_(static_cast<size_t>(env.c.n_ff), 0),
+      hidden_(static_cast<size_t>(std::max<int64_t>(1, env.w.max_predictor_rank())), 0.0f),
+      scores_(static_cast<size_t>(env.c.n_ff), 0.0f),
+      normed_(static_cast<size_t>(env.c.n_embd), 0.0f),
+      expert_out_(static_cast<size_t>(env.c.n_embd), 0.0f) {
+  kernel_.reserve(offload.layout(), env.c.n_ff, env.pool.size());
+}
+
+uint64_t OffloadedSparseMoeFfn::scratch_bytes() const {
+  return (logits_.size() + weights_.size() + hidden_.size() + scores_.size() + normed_.size() + expert_out_.size()) *
+             sizeof(float) +
+         (chosen_.size() + active_.size()) * sizeof(int32_t) + kernel_.bytes();
+}
+
+// The expert's predicted bundles (the pack's predictor rows follow its bundles: ids are bundle numbers).
+int64_t OffloadedSparseMoeFfn::predict(int64_t layer, const ExpertWeights& ex, const float* residual) {
+  PredictorArgs p;
+  p.fc1 = ex.pred_fc1;
+  p.fc2 = ex.pred_fc2;
+  p.x = residual;
+  p.threshold = thresholds_[static_cast<size_t>(layer)];
+  p.hidden = hidden_.data();
+  p.scores = scores_.data();
+  p.active = active_.data();
+  return predict_active_neurons(p, env_.pool, env_.mm);
+}
+
+void OffloadedSparseMoeFfn::prefetch(int64_t layer, const float* residual, FfnStepReport& report) {
+  if (!offload_.prefetch_enabled()) return;
+  // The residual entering the layer stands in for the one entering its FFN (attention changes it
+  // little): routed through ffn_norm like the real input, the first choice's predicted bundles are
+  // read while the attention runs. The cache prefetches one unit at a time: the first choice
+  // carries the larger gate weight and is the likelier to be right.
+  const uint64_t t0 = now_ns();
+  const LayerWeights& L = env_.w.layers[static_cast<size_t>(layer)];
+  rms_norm(residual, L.ffn_norm, normed_.data(), env_.c.n_embd, env_.c.rms_eps);
+  route_tokens(env_, layer, normed_.data(), 1, logits_.data(), chosen_.data(), weights_.data(), nullptr);
+  const int32_t e = chosen_[0];
+  const int64_t n = predict(layer, L.experts[static_cast<size_t>(e)], residual);
+  if (n < env_.c.n_ff) offload_.prefetch(layer * env_.c.n_expert + e, active_.data(), n);
+  report.prefetch_ns += now_ns() - t0;
+}
+
+void OffloadedSparseMoeFfn::run(int64_t layer, const FfnIo& io, FfnStepReport& report) {
+  const int64_t E = env_.c.n_embd, k = env_.c.n_expert_used;
+  const uint64_t t0 = now_ns();
+  route_tokens(env_, layer, io.x, 1, logits_.data(), chosen_.data(), weights_.data(), observer_);
+  report.select_ns += now_ns() - t0;
+  std::fill(io.out, io.out + E, 0.0f);
+  const LayerWeights& L = env_.w.layers[static_cast<size_t>(layer)];
+  report.n_active = 0;
+  for (int64_t j = 0; j < k; ++j) {
+    const int32_t e = chosen_[static_cast<size_t>(j)];
+    const int64_t unit = layer * env_.c.n_expert + e;
+    const uint64_t s0 = now_ns();
+    const int64_t n = predict(layer, L.experts[static_cast<size_t>(e)], io.residual);
+    report.select_ns += now_ns() - s0;
+    report.n_active += n;
+    if (n == env_.c.n_ff) {  // every neuron: the streamed dense step of this expert
+      offload_.dense_step(unit, io.x, 1, env_.gate.data(), env_.up.data(), expert_out_.data(), env_.pool, env_.mm);
+    } else {
+      offload_.sparse_step(unit, io.x, active_.data(), n, env_.pool, kernel_, expert_out_.data());
+    }
+    const float w = weights_[static_cast<size_t>(j)];
+    for (int64_t d = 0; d < E; ++d) io.out[d] += w * expert_out_[static_cast<size_t>(d)];
+  }
+}
+
+}  // namespace ember
