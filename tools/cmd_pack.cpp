@@ -36,8 +36,9 @@ int run_pack(const PackFlags& f) {
   }
   const pack::PackResult r = pack::write_pack(o);
   const pack::BundleLayout& b = r.layout;
-  std::printf("wrote %s: %lld layers x %lld bundles of %llu bytes (gate %s, up %s, down %s%s), order %s, %.1f MB in %.1f s\n",
-              f.output.c_str(), (long long)r.n_layer, (long long)r.n_ff, (unsigned long long)b.bundle_bytes,
+  const std::string experts = r.n_expert > 0 ? " x " + std::to_string(r.n_expert) + " experts" : "";
+  std::printf("wrote %s: %lld layers%s x %lld bundles of %llu bytes (gate %s, up %s, down %s%s), order %s, %.1f MB in %.1f s\n",
+              f.output.c_str(), (long long)r.n_layer, experts.c_str(), (long long)r.n_ff, (unsigned long long)b.bundle_bytes,
               std::string(type_name(b.gate_type)).c_str(), std::string(type_name(b.up_type)).c_str(),
               std::string(type_name(b.down_type)).c_str(), r.down_from_down_t ? " from ffn_down_t" : "",
               f.profile_path.empty() ? "identity (no profile)" : "hottest first", static_cast<double>(r.file_bytes) / 1e6,

@@ -220,6 +220,7 @@ PackResult write_pack(const PackOptions& o) {
   r.n_layer = c.n_layer;
   r.n_ff = c.n_ff;
   r.n_embd = c.n_embd;
+  r.n_expert = c.n_expert;
   r.layout = b;
   r.down_from_down_t = model->weights().has_down_t();
   r.file_bytes = fs::file_size(o.output_path);

@@ -26,6 +26,7 @@ struct PackOptions {
 
 struct PackResult {
   int64_t n_layer = 0, n_ff = 0, n_embd = 0;
+  int64_t n_expert = 0;  // a mixture of experts: n_ff bundles per expert of each layer
   BundleLayout layout;
   bool down_from_down_t = false;  // down columns copied from ffn_down_t (else F16/F32 of ffn_down)
   uint64_t file_bytes = 0;
