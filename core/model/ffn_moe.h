@@ -24,6 +24,12 @@ class MoeRouteObserver {
 void route_tokens(const FfnEnv& env, int64_t layer, const float* x, int64_t n, float* logits, int32_t* chosen,
                   float* weights, MoeRouteObserver* observer);
 
+// Expert ex's predicted active neurons for one token (residual: the stream before ffn_norm, as
+// PowerInfer's predictors are trained): their ids, ascending, into active (n_ff); returns how many.
+// hidden (the expert's rank) and scores (n_ff) are scratch.
+int64_t predict_expert(const FfnEnv& env, const ExpertWeights& ex, const float* residual, float threshold,
+                       float* hidden, float* scores, int32_t* active);
+
 class MoeFfn : public FfnStrategy {
  public:
   // Allocates its scratch for as many tokens as the env's gate rows hold.

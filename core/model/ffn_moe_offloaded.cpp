@@ -4,7 +4,6 @@
 
 #include "core/model/moe_router.h"
 #include "core/model/ops.h"
-#include "core/sparse/predictor.h"
 #include "core/util/clock.h"
 
 namespace ember {
@@ -52,15 +51,8 @@ uint64_t OffloadedSparseMoeFfn::scratch_bytes() const {
 
 // The expert's predicted bundles (the pack's predictor rows follow its bundles: ids are bundle numbers).
 int64_t OffloadedSparseMoeFfn::predict(int64_t layer, const ExpertWeights& ex, const float* residual) {
-  PredictorArgs p;
-  p.fc1 = ex.pred_fc1;
-  p.fc2 = ex.pred_fc2;
-  p.x = residual;
-  p.threshold = thresholds_[static_cast<size_t>(layer)];
-  p.hidden = hidden_.data();
-  p.scores = scores_.data();
-  p.active = active_.data();
-  return predict_active_neurons(p, env_.pool, env_.mm);
+  return predict_expert(env_, ex, residual, thresholds_[static_cast<size_t>(layer)], hidden_.data(), scores_.data(),
+                        active_.data());
 }
 
 void OffloadedSparseMoeFfn::prefetch(int64_t layer, const float* residual, FfnStepReport& report) {

@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "core/sparse/active_set.h"
-#include "core/sparse/predictor.h"
 #include "core/util/clock.h"
 
 namespace ember {
@@ -32,15 +31,8 @@ uint64_t SparseMoeFfn::scratch_bytes() const {
 
 int64_t SparseMoeFfn::select(int64_t layer, const ExpertWeights& ex, const FfnIo& io) {
   if (mode_ == SparseOptions::Mode::Predictor) {
-    PredictorArgs p;
-    p.fc1 = ex.pred_fc1;
-    p.fc2 = ex.pred_fc2;
-    p.x = io.residual;  // the residual before ffn_norm, as PowerInfer's predictors are trained
-    p.threshold = thresholds_[static_cast<size_t>(layer)];
-    p.hidden = hidden_.data();
-    p.scores = scores_.data();
-    p.active = active_.data();
-    return predict_active_neurons(p, env_.pool, env_.mm);
+    return predict_expert(env_, ex, io.residual, thresholds_[static_cast<size_t>(layer)], hidden_.data(),
+                          scores_.data(), active_.data());
   }
   // Oracle: the exact active set from the expert's dense gate (and up, for dReLU).
   ffn_matmul(env_, ex.gate, io.x, 1, env_.gate.data());

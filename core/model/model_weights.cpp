@@ -78,11 +78,7 @@ void ModelWeights::bind_pack_layer(const gguf::GgufFile& file, const ModelConfig
   l.ffn_gate = u.gate;
   l.ffn_up = u.up;
   l.ffn_down_t = u.down_t;
-  // No down matrix: matmul on it fails its stride check instead of reading through nullptr.
-  l.ffn_down = MatrixView{};
-  l.ffn_down.type = pack_info_.layout.down_type;
-  l.ffn_down.cols = c.n_ff;
-  l.ffn_down.rows = c.n_embd;
+  l.ffn_down = shape_only(pack_info_.layout.down_type, c.n_ff, c.n_embd);
 }
 
 std::vector<ModelWeights::PackUnit> ModelWeights::bind_pack_units(const gguf::GgufFile& file, const ModelConfig& c,

@@ -37,12 +37,7 @@ void ModelWeights::bind_moe_layer(const gguf::GgufFile& file, const ModelConfig&
   repack_ = repack;
   // A sparse file may hold the down projection only neuron-major (down_t), as packs do.
   if (!bind_expert_part(file, c, i, "ffn_down", &ExpertWeights::down, c.n_ff, c.n_embd, !down_t)) {
-    for (ExpertWeights& ex : l.experts) {
-      ex.down = MatrixView{};
-      ex.down.type = ex.down_t.type;
-      ex.down.cols = c.n_ff;
-      ex.down.rows = c.n_embd;
-    }
+    for (ExpertWeights& ex : l.experts) ex.down = shape_only(ex.down_t.type, c.n_ff, c.n_embd);
   }
   bind_expert_predictors(file, c, i);
 }
@@ -61,10 +56,7 @@ void ModelWeights::bind_moe_pack_layer(const gguf::GgufFile& file, const ModelCo
     ex.neuron_perm = u.perm;
     ex.neuron_freq = u.freq;
     ex.bundles_offset = u.bundles_offset;
-    ex.down = MatrixView{};  // only neuron-major, inside the bundles
-    ex.down.type = u.down_t.type;
-    ex.down.cols = c.n_ff;
-    ex.down.rows = c.n_embd;
+    ex.down = shape_only(u.down_t.type, c.n_ff, c.n_embd);  // only neuron-major, inside the bundles
   }
   bind_expert_predictors(file, c, i);
 }

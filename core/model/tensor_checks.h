@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/gguf/gguf_file.h"
+#include "core/kernels/matmul.h"
 #include "core/kernels/type_traits.h"
 
 namespace ember::weights_detail {
@@ -42,6 +43,17 @@ inline void require_kernel_type(const gguf::TensorInfo& t) {
     throw std::runtime_error("model tensor '" + t.name + "': type " + std::string(type_name(t.type)) +
                              " is not supported (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K)");
   }
+}
+
+// A matrix the file holds only neuron-major (a pack's or a sparse file's down projection): its
+// shape for the kernels' checks, no data, so that matmul on it fails its stride check instead of
+// reading through nullptr.
+inline MatrixView shape_only(GgmlType type, int64_t cols, int64_t rows) {
+  MatrixView m;
+  m.type = type;
+  m.cols = cols;
+  m.rows = rows;
+  return m;
 }
 
 }  // namespace ember::weights_detail
