@@ -2,12 +2,15 @@
 // (core/sparse/activation_profile.h): per neuron how often it fires, per layer the |act(gate)|
 // percentiles that calibrate CATS thresholds, the locality of the active set and, for PowerInfer
 // files, the predictor's recall and precision. The text is split into windows of the context
-// size; each starts fresh with BOS and runs as prefill batches (the FFN is dense there).
+// size; each starts fresh with BOS and runs as prefill batches (the FFN is dense there). A mixture
+// of experts is profiled per (layer, expert) unit (joint frequencies, activation_profile.h), and
+// its routing statistics are printed too.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -15,9 +18,11 @@
 #include "core/model/profiler_setup.h"
 #include "core/model/routing_stats.h"
 #include "core/sparse/activation_profiler.h"
+#include "core/sparse/moe_activation_profile.h"
 #include "tools/model_options.h"
 #include "tools/progress.h"
 #include "tools/read_text_file.h"
+#include "tools/routing_summary.h"
 #include "tools/subcommands.h"
 
 namespace ember::cli {
@@ -31,42 +36,76 @@ struct ProfileOptions {
   bool json = false;
 };
 
-double mean_of(const ActivationProfile& p, double LayerActivationProfile::*field) {
-  double sum = 0.0;
-  for (const LayerActivationProfile& l : p.layers) sum += l.*field;
-  return p.layers.empty() ? 0.0 : sum / static_cast<double>(p.layers.size());
+constexpr const char* kFigures[] = {"active_fraction", "hot20_share", "locality", "gate_magnitude_p50",
+                                    "predictor_recall", "predictor_precision"};
+
+// A row of the summary: a dense layer or a mixture-of-experts unit.
+nlohmann::json row_json(const ActivationProfile& p, int64_t layer) {
+  const LayerActivationProfile& lp = p.layers[static_cast<size_t>(layer)];
+  nlohmann::json j = {{"layer", layer},
+                      {"active_fraction", lp.active_fraction},
+                      {"hot20_share", p.hot_share(layer, 0.2)},
+                      {"locality", lp.locality},
+                      {"gate_magnitude_p50", lp.gate_magnitude[ActivationProfile::kPercentiles / 2]}};
+  if (!std::isnan(lp.predictor_recall)) {
+    j["predictor_recall"] = lp.predictor_recall;
+    j["predictor_precision"] = lp.predictor_precision;
+  }
+  return j;
 }
 
-nlohmann::json summary_json(const ActivationProfile& p, const std::string& out_path, double seconds) {
-  nlohmann::json layers = nlohmann::json::array();
-  double hot = 0.0;
-  for (size_t l = 0; l < p.layers.size(); ++l) {
-    const LayerActivationProfile& lp = p.layers[l];
-    const double h = p.hot_share(static_cast<int64_t>(l), 0.2);
-    hot += h;
-    nlohmann::json j = {{"layer", l},
-                        {"active_fraction", lp.active_fraction},
-                        {"hot20_share", h},
-                        {"locality", lp.locality},
-                        {"gate_magnitude_p50", lp.gate_magnitude[ActivationProfile::kPercentiles / 2]}};
-    if (!std::isnan(lp.predictor_recall)) {
-      j["predictor_recall"] = lp.predictor_recall;
-      j["predictor_precision"] = lp.predictor_precision;
-    }
-    layers.push_back(j);
+// Adds weight x each of row's figures to out's.
+void add_weighted(nlohmann::json& out, const nlohmann::json& row, double weight) {
+  for (const char* key : kFigures) {
+    if (row.contains(key)) out[key] = out.value(key, 0.0) + weight * row[key].get<double>();
   }
-  const double n = std::max<double>(1.0, static_cast<double>(p.layers.size()));
-  nlohmann::json j = {{"profile", out_path},
-                      {"activation", p.activation},
-                      {"tokens", p.tokens},
-                      {"seconds", seconds},
-                      {"active_fraction", mean_of(p, &LayerActivationProfile::active_fraction)},
-                      {"hot20_share", hot / n},
-                      {"locality", mean_of(p, &LayerActivationProfile::locality)},
-                      {"layers", layers}};
-  if (!p.layers.empty() && !std::isnan(p.layers[0].predictor_recall)) {
-    j["predictor_recall"] = mean_of(p, &LayerActivationProfile::predictor_recall);
-    j["predictor_precision"] = mean_of(p, &LayerActivationProfile::predictor_precision);
+}
+
+// A mixture-of-experts layer: its units' conditional figures averaged with their routed tokens as
+// weights (i.e. per routed (token, expert) pair), and the hot share over all of its experts'
+// neurons together, by joint frequency (what a neuron cache shared by the experts holds). Appends
+// the layer's units to `units`.
+nlohmann::json moe_layer_json(const ActivationProfile& p, int64_t layer, const LayerRoutingStats& routes,
+                              nlohmann::json& units) {
+  nlohmann::json j = {{"layer", layer}};
+  uint64_t slots = 0;
+  for (uint64_t n : routes.expert_slots) slots += n;
+  std::vector<float> joint;
+  for (int64_t e = 0; e < p.n_expert; ++e) {
+    const int64_t u = layer * p.n_expert + e;
+    const uint64_t routed = routes.expert_slots[static_cast<size_t>(e)];
+    nlohmann::json unit = row_json(p, u);
+    unit["unit"] = u;
+    unit["layer"] = layer;
+    unit["expert"] = e;
+    unit["routed"] = routes.tokens ? static_cast<double>(routed) / static_cast<double>(routes.tokens) : 0.0;
+    add_weighted(j, unit, slots ? static_cast<double>(routed) / static_cast<double>(slots) : 0.0);
+    units.push_back(unit);
+    const std::vector<float>& f = p.layers[static_cast<size_t>(u)].frequency;
+    joint.insert(joint.end(), f.begin(), f.end());
+  }
+  j["hot20_share"] = hot_share(joint, 0.2);
+  return j;
+}
+
+// `routes`: a mixture of experts' routing; its rows are then the model's layers, its units listed
+// under "units".
+nlohmann::json summary_json(const ActivationProfile& p, const RoutingStats* routes, const std::string& out_path,
+                            double seconds) {
+  nlohmann::json layers = nlohmann::json::array(), units = nlohmann::json::array();
+  if (routes == nullptr) {
+    for (size_t l = 0; l < p.layers.size(); ++l) layers.push_back(row_json(p, static_cast<int64_t>(l)));
+  } else {
+    for (size_t l = 0; l < routes->layers().size(); ++l) {
+      layers.push_back(moe_layer_json(p, static_cast<int64_t>(l), routes->layers()[l], units));
+    }
+  }
+  nlohmann::json j = {{"profile", out_path}, {"activation", p.activation}, {"tokens", p.tokens},
+                      {"seconds", seconds}, {"layers", layers}};
+  for (const nlohmann::json& row : layers) add_weighted(j, row, 1.0 / static_cast<double>(layers.size()));
+  if (routes != nullptr) {
+    j["n_expert"] = p.n_expert;
+    j["units"] = units;
   }
   return j;
 }
@@ -75,6 +114,10 @@ void print_summary(const nlohmann::json& s) {
   std::fprintf(stderr, "ember profile: %llu tokens (%s) in %.1f s -> %s\n", s["tokens"].get<unsigned long long>(),
                s["activation"].get<std::string>().c_str(), s["seconds"].get<double>(), s["profile"].get<std::string>().c_str());
   const bool pred = s.contains("predictor_recall");
+  if (s.contains("n_expert")) {
+    std::fprintf(stderr, "mixture of %d experts: per layer over the routed (token, expert) pairs, hot20%% over all "
+                 "experts' neurons; per expert in --json\n", s["n_expert"].get<int>());
+  }
   std::fprintf(stderr, "layer  active  hot20%%share  locality  |act|p50%s\n", pred ? "  pred.recall  pred.precision" : "");
   for (const auto& l : s["layers"]) {
     std::fprintf(stderr, "%5d  %6.3f  %11.3f  %8.3f  %8.4f", l["layer"].get<int>(), l["active_fraction"].get<double>(),
@@ -86,47 +129,6 @@ void print_summary(const nlohmann::json& s) {
                s["locality"].get<double>());
   if (pred) std::fprintf(stderr, "            %11.4f  %14.4f", s["predictor_recall"].get<double>(), s["predictor_precision"].get<double>());
   std::fputc('\n', stderr);
-}
-
-nlohmann::json routing_json(const RoutingStats& stats, const std::string& text_path, double seconds) {
-  nlohmann::json layers = nlohmann::json::array();
-  double max_load = 0.0, min_load = 1e9, repeat = 0.0, overlap = 0.0;
-  for (size_t l = 0; l < stats.layers().size(); ++l) {
-    const LayerRoutingStats& s = stats.layers()[l];
-    layers.push_back({{"layer", l},
-                      {"expert_slots", s.expert_slots},
-                      {"max_load", s.max_load()},
-                      {"min_load", s.min_load()},
-                      {"top1_repeat", s.top1_repeat_rate()},
-                      {"overlap", s.overlap_rate()}});
-    max_load = std::max(max_load, s.max_load());
-    min_load = std::min(min_load, s.min_load());
-    repeat += s.top1_repeat_rate();
-    overlap += s.overlap_rate();
-  }
-  const double n = std::max<double>(1.0, static_cast<double>(stats.layers().size()));
-  return {{"kind", "routing"},
-          {"text", text_path},
-          {"tokens", stats.layers().empty() ? 0 : stats.layers()[0].tokens},
-          {"seconds", seconds},
-          {"max_load", max_load},
-          {"min_load", min_load},
-          {"top1_repeat", repeat / n},
-          {"overlap", overlap / n},
-          {"chance_top1_repeat", stats.chance_top1_repeat()},
-          {"chance_overlap", stats.chance_overlap()},
-          {"layers", layers}};
-}
-
-void print_routing(const nlohmann::json& j) {
-  std::fprintf(stderr, "layer  max.load  min.load  top1.repeat  overlap   (load: share / uniform share)\n");
-  for (const auto& l : j["layers"]) {
-    std::fprintf(stderr, "%5d  %8.2f  %8.2f  %11.3f  %7.3f\n", l["layer"].get<int>(), l["max_load"].get<double>(),
-                 l["min_load"].get<double>(), l["top1_repeat"].get<double>(), l["overlap"].get<double>());
-  }
-  std::fprintf(stderr, "all    %8.2f  %8.2f  %11.3f  %7.3f   (chance: repeat %.3f, overlap %.3f)\n",
-               j["max_load"].get<double>(), j["min_load"].get<double>(), j["top1_repeat"].get<double>(),
-               j["overlap"].get<double>(), j["chance_top1_repeat"].get<double>(), j["chance_overlap"].get<double>());
 }
 
 // Runs the text through ctx in windows of the context size, each BOS + the next tokens, evaluated
@@ -156,27 +158,6 @@ void run_windows(InferenceContext& ctx, const Tokenizer& tok, const std::vector<
   bar.finish();
 }
 
-// A mixture of experts (dense experts): the routing statistics, written as JSON to out_path.
-int profile_routing(const ProfileOptions& o, const Model& model, ThreadPool& pool, const std::vector<int32_t>& tokens,
-                    std::chrono::steady_clock::time_point t0) {
-  const ModelConfig& c = model.config();
-  RoutingStats stats(c.n_layer, c.n_expert, c.n_expert_used);
-  ContextOptions copts = o.model.context_options();
-  copts.sparse = SparseOptions{};
-  copts.moe_observer = &stats;
-  InferenceContext ctx(model, pool, copts);
-  run_windows(ctx, model.tokenizer(), tokens, copts.max_batch, [&] { stats.sequence_break(); });
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const nlohmann::json j = routing_json(stats, o.text_path, seconds);
-  write_text_file(o.out_path, j.dump(2) + "\n", "routing profile");
-  std::fprintf(stderr, "ember profile: %llu tokens, %lld experts (%lld used) in %.1f s -> %s\n",
-               static_cast<unsigned long long>(stats.layers()[0].tokens), static_cast<long long>(c.n_expert),
-               static_cast<long long>(c.n_expert_used), seconds, o.out_path.c_str());
-  print_routing(j);
-  if (o.json) std::printf("%s\n", j.dump().c_str());
-  return 0;
-}
-
 int profile(const ProfileOptions& o) {
   const auto t0 = std::chrono::steady_clock::now();
   const std::string text = read_text_file(o.text_path, "calibration text");
@@ -186,20 +167,32 @@ int profile(const ProfileOptions& o) {
   std::vector<int32_t> tokens = tok.encode(text, /*add_special=*/false, /*parse_special=*/false);
   if (o.max_tokens > 0 && static_cast<int64_t>(tokens.size()) > o.max_tokens) tokens.resize(static_cast<size_t>(o.max_tokens));
   if (tokens.empty()) throw std::runtime_error("the calibration text '" + o.text_path + "' holds no tokens");
-  if (model->config().is_moe()) return profile_routing(o, *model, pool, tokens, t0);
 
+  const ModelConfig& c = model->config();
   ContextOptions copts = o.model.context_options();
   copts.sparse = SparseOptions{};  // profiles describe the dense FFN
   ActivationProfiler profiler(profiler_setup_for(*model, copts.max_batch), pool.size());
   copts.ffn_observer = &profiler;
+  std::optional<RoutingStats> routes;  // a mixture of experts: both observers in one pass
+  if (c.is_moe()) copts.moe_observer = &routes.emplace(c.n_layer, c.n_expert, c.n_expert_used);
   InferenceContext ctx(*model, pool, copts);
-  run_windows(ctx, tok, tokens, copts.max_batch, [&] { profiler.sequence_break(); });
+  run_windows(ctx, tok, tokens, copts.max_batch, [&] {
+    profiler.sequence_break();
+    if (routes) routes->sequence_break();
+  });
 
-  const ActivationProfile p = profiler.result();
+  const ActivationProfile p =
+      routes ? moe_activation_profile(profiler, c.n_expert, routes->layers()[0].tokens) : profiler.result();
   save_activation_profile(p, o.out_path);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const nlohmann::json summary = summary_json(p, o.out_path, seconds);
+  nlohmann::json summary = summary_json(p, routes ? &*routes : nullptr, o.out_path, seconds);
   print_summary(summary);
+  if (routes) {
+    summary["routing"] = routing_json(*routes, o.text_path, seconds);
+    std::fprintf(stderr, "routing: %lld experts, %lld used per token\n", static_cast<long long>(c.n_expert),
+                 static_cast<long long>(c.n_expert_used));
+    print_routing(summary["routing"]);
+  }
   if (o.json) std::printf("%s\n", summary.dump().c_str());
   return 0;
 }
@@ -210,7 +203,7 @@ void register_profile(CLI::App& app, int& exit_code) {
   auto opts = std::make_shared<ProfileOptions>();
   CLI::App* sub = app.add_subcommand(
       "profile", "Record which FFN neurons fire on a calibration text (for `ember pack` and --sparsity calibration); "
-      "for a mixture of experts, how tokens are routed (expert load, consecutive-token repeats) as JSON");
+      "per (layer, expert) for a mixture of experts, with how its tokens are routed");
   opts->model.add_to(*sub);
   sub->get_option("-m")->required();
   sub->add_option("-f,--file", opts->text_path, "Calibration text (UTF-8)")->required()->check(CLI::ExistingFile);

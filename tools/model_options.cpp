@@ -105,7 +105,7 @@ ContextOptions ModelOptions::context_options(const Model& model) const {
   ContextOptions o = context_options_unchecked();
   if (profile_path.empty()) return o;
   const ActivationProfile profile = load_activation_profile(profile_path);
-  check_profile_matches(profile, model.config().n_layer, model.config().n_ff);
+  check_profile_matches(profile, model.config().n_layer, model.config().n_ff, model.config().n_expert);
   o.sparse.layer_thresholds = profile.thresholds_for_sparsity(sparsity);
   return o;
 }

@@ -15,8 +15,8 @@ size_t sz(int64_t a, int64_t b) { return static_cast<size_t>(a) * static_cast<si
 
 }  // namespace
 
-MoeFfn::MoeFfn(const FfnEnv& env, MoeRouteObserver* observer)
-    : env_(env), observer_(observer), max_tokens_(static_cast<int64_t>(env.gate.size()) / env.c.n_ff) {
+MoeFfn::MoeFfn(const FfnEnv& env, MoeRouteObserver* observer, FfnObserver* neurons)
+    : env_(env), observer_(observer), neurons_(neurons), max_tokens_(static_cast<int64_t>(env.gate.size()) / env.c.n_ff) {
   const int64_t k = env.c.n_expert_used;
   logits_.assign(sz(max_tokens_, env.c.n_expert), 0.0f);
   chosen_.assign(sz(max_tokens_, k), 0);
@@ -25,10 +25,11 @@ MoeFfn::MoeFfn(const FfnEnv& env, MoeRouteObserver* observer)
   by_expert_.assign(sz(max_tokens_, k), 0);
   xe_.assign(sz(max_tokens_, env.c.n_embd), 0.0f);
   ye_.assign(sz(max_tokens_, env.c.n_embd), 0.0f);
+  if (neurons_ != nullptr) re_.assign(sz(max_tokens_, env.c.n_embd), 0.0f);
 }
 
 uint64_t MoeFfn::scratch_bytes() const {
-  return (logits_.size() + weights_.size() + xe_.size() + ye_.size()) * sizeof(float) +
+  return (logits_.size() + weights_.size() + xe_.size() + ye_.size() + re_.size()) * sizeof(float) +
          (chosen_.size() + first_.size() + by_expert_.size()) * sizeof(int32_t);
 }
 
@@ -74,17 +75,36 @@ void MoeFfn::run(int64_t layer, const FfnIo& io, FfnStepReport& report) {
   const int64_t E = env_.c.n_embd;
   route(layer, io);
   std::memset(io.out, 0, sz(io.n, E) * sizeof(float));
-  const LayerWeights& L = env_.w.layers[static_cast<size_t>(layer)];
   for (int64_t e = 0; e < env_.c.n_expert; ++e) {
     const int64_t begin = first_[static_cast<size_t>(e)], end = first_[static_cast<size_t>(e) + 1];
-    if (begin < end) run_expert(L.experts[static_cast<size_t>(e)], io, begin, end);
+    if (begin < end) run_expert(layer, e, io, begin, end);
   }
   report.n_active = env_.c.n_ff * env_.c.n_expert_used;
 }
 
-// Expert ex over the tokens of slots by_expert_[begin, end): gather their inputs, one matmul per
+// The profiler's view of one expert: its m tokens' residual rows (the predictor's input) and the
+// gate/up rows just computed for them.
+void MoeFfn::observe_expert(int64_t layer, int64_t expert, const FfnIo& io, int64_t begin, int64_t m) {
+  const int64_t E = env_.c.n_embd, k = env_.c.n_expert_used;
+  for (int64_t i = 0; i < m; ++i) {
+    const int64_t t = by_expert_[static_cast<size_t>(begin + i)] / k;
+    std::memcpy(&re_[sz(i, E)], io.residual + t * E, sz(E, 1) * sizeof(float));
+  }
+  FfnObservation obs;
+  obs.layer = layer * env_.c.n_expert + expert;
+  obs.n_tokens = m;
+  obs.n_embd = E;
+  obs.n_ff = env_.c.n_ff;
+  obs.residual = re_.data();
+  obs.gate = env_.gate.data();
+  obs.up = env_.up.data();
+  neurons_->observe(obs, env_.pool);
+}
+
+// Expert e over the tokens of slots by_expert_[begin, end): gather their inputs, one matmul per
 // projection for all of them, and out[t] += weight * expert(x[t]) for each.
-void MoeFfn::run_expert(const ExpertWeights& ex, const FfnIo& io, int64_t begin, int64_t end) {
+void MoeFfn::run_expert(int64_t layer, int64_t e, const FfnIo& io, int64_t begin, int64_t end) {
+  const ExpertWeights& ex = env_.w.layers[static_cast<size_t>(layer)].experts[static_cast<size_t>(e)];
   const int64_t E = env_.c.n_embd, F = env_.c.n_ff, k = env_.c.n_expert_used, m = end - begin;
   for (int64_t i = 0; i < m; ++i) {
     const int64_t t = by_expert_[static_cast<size_t>(begin + i)] / k;
@@ -93,6 +113,7 @@ void MoeFfn::run_expert(const ExpertWeights& ex, const FfnIo& io, int64_t begin,
   float* gate = env_.gate.data();
   ffn_matmul(env_, ex.gate, xe_.data(), m, gate);
   ffn_matmul(env_, ex.up, xe_.data(), m, env_.up.data());
+  if (neurons_ != nullptr) observe_expert(layer, e, io, begin, m);
   const FfnActivation act = env_.c.activation;
   auto activate = [&](int64_t i, int) { ffn_activation(gate + i * F, env_.up.data() + i * F, F, act); };
   if (m == 1) activate(0, 0);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/model/ffn_strategy.h"
+#include "core/sparse/ffn_observer.h"
 
 namespace ember {
 
@@ -32,18 +33,23 @@ int64_t predict_expert(const FfnEnv& env, const ExpertWeights& ex, const float* 
 
 class MoeFfn : public FfnStrategy {
  public:
-  // Allocates its scratch for as many tokens as the env's gate rows hold.
-  explicit MoeFfn(const FfnEnv& env, MoeRouteObserver* observer = nullptr);
+  // Allocates its scratch for as many tokens as the env's gate rows hold. `neurons` (the
+  // profiler) sees each routed expert's gate and up rows before the activation, as the
+  // observation of unit layer * n_expert + expert over that expert's tokens, in order. Neither
+  // observer is owned.
+  explicit MoeFfn(const FfnEnv& env, MoeRouteObserver* observer = nullptr, FfnObserver* neurons = nullptr);
   void run(int64_t layer, const FfnIo& io, FfnStepReport& report) override;
   uint64_t scratch_bytes() const override;
 
  private:
   // Fills chosen_/weights_ for io's tokens and groups them by expert (by_expert_, first_).
   void route(int64_t layer, const FfnIo& io);
-  void run_expert(const ExpertWeights& ex, const FfnIo& io, int64_t begin, int64_t end);
+  void run_expert(int64_t layer, int64_t expert, const FfnIo& io, int64_t begin, int64_t end);
+  void observe_expert(int64_t layer, int64_t expert, const FfnIo& io, int64_t begin, int64_t m);
 
   FfnEnv env_;
   MoeRouteObserver* observer_;
+  FfnObserver* neurons_;
   int64_t max_tokens_;
   std::vector<float> logits_;      // (max_tokens, n_expert)
   std::vector<int32_t> chosen_;    // (max_tokens, k)
@@ -51,6 +57,7 @@ class MoeFfn : public FfnStrategy {
   std::vector<int32_t> first_;     // (n_expert + 1): expert e's slots are by_expert_[first_[e], first_[e+1])
   std::vector<int32_t> by_expert_; // (max_tokens * k) slots t * k + j, grouped by expert, tokens ascending
   std::vector<float> xe_, ye_;     // (max_tokens, n_embd): one expert's gathered inputs and outputs
+  std::vector<float> re_;          // (max_tokens, n_embd) its tokens' residual rows; only with `neurons`
 };
 
 }  // namespace ember

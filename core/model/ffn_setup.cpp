@@ -21,8 +21,7 @@ using Mode = SparseOptions::Mode;
 void check_sparse_options(const SparseOptions& o, const ModelConfig& c, const ModelWeights& w, bool offloaded,
                           bool observed) {
   if (c.is_moe()) {
-    // Sparse experts run in memory (oracle, predictor); a memory budget needs a pack of experts,
-    // and the neuron profiler sees dense FFNs only.
+    // Sparse experts run in memory (oracle, predictor); a memory budget needs a pack of experts.
     if (o.mode == Mode::Threshold) {
       throw std::invalid_argument("sparse mode threshold is not supported on mixture-of-experts models; "
                                   "use predictor or oracle");
@@ -34,7 +33,6 @@ void check_sparse_options(const SparseOptions& o, const ModelConfig& c, const Mo
     if (o.mode == Mode::Dense && o.diagnostics) {
       throw std::invalid_argument("sparse diagnostics on a mixture of experts need a sparse mode (oracle, predictor)");
     }
-    if (observed) throw std::invalid_argument("the neuron profiler does not support mixture-of-experts models yet");
   }
   if (o.mode == Mode::Oracle && !is_relu_family(c.activation)) {
     throw std::invalid_argument("sparse mode oracle needs a ReLU-family FFN (relu, drelu); this model's is " +
@@ -131,7 +129,7 @@ FfnStrategies choose_ffn(const FfnEnv& env, const FfnChoice& ch) {
     return s;
   }
   if (env.c.is_moe()) {  // check_sparse_options left dense, oracle and predictor
-    s.batch = s.decode = &add<MoeFfn>(s, env, ch.routes);
+    s.batch = s.decode = &add<MoeFfn>(s, env, ch.routes, ch.observer);
     if (ch.sparse.mode == Mode::Dense) return s;
     const std::span<SparseLayerStats> audit = ch.sparse.diagnostics ? ch.stats : std::span<SparseLayerStats>{};
     FfnStrategy& sparse = add<SparseMoeFfn>(s, env, ch.sparse.mode, ch.thresholds, audit, ch.routes);

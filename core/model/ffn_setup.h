@@ -28,7 +28,7 @@ std::vector<float> layer_thresholds(const SparseOptions& o, const ModelConfig& c
 struct FfnChoice {
   const SparseOptions& sparse;
   std::span<const float> thresholds;  // layer_thresholds(), kept by the caller
-  FfnObserver* observer = nullptr;    // sees the dense FFN's gate/up (not owned)
+  FfnObserver* observer = nullptr;    // sees the dense FFN's gate/up, or each routed expert's (not owned)
   OffloadedFfn* offload = nullptr;    // the model's neuron cache under a memory budget, or null
   std::span<SparseLayerStats> stats;  // per layer, counted on decode steps when a sparse mode or
                                       // diagnostics is on

@@ -28,7 +28,8 @@ struct ContextOptions {
   int64_t max_batch = 512;  // tokens per forward step during prefill
   SparseOptions sparse;     // how decode steps run the FFN (default: dense)
   // Sees the gate and up of every dense FFN step (all tokens of all layers; decode steps that run
-  // a sparse mode or count diagnostics are not observed). Not owned; must outlive the context.
+  // a sparse mode or count diagnostics are not observed); of a mixture of experts, each routed
+  // expert's over its tokens, as unit layer * n_expert + expert. Not owned; must outlive the context.
   FfnObserver* ffn_observer = nullptr;
   // Sees the routing of every step of a mixture-of-experts model. Not owned; must outlive the context.
   MoeRouteObserver* moe_observer = nullptr;

@@ -9,7 +9,8 @@
 namespace ember {
 
 // `max_tokens`: the most tokens one observation holds, i.e. the context's max_batch. The
-// predictor's fc1/fc2 and threshold are set only when the model has a predictor.
+// predictor's fc1/fc2 and threshold are set only when the model has a predictor. A mixture of
+// experts gets one profiler layer per (layer, expert) unit, with that expert's predictor.
 ProfilerSetup profiler_setup_for(const Model& model, int64_t max_tokens);
 
 }  // namespace ember

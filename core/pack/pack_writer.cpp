@@ -28,7 +28,7 @@ struct LayerPlan {
 std::vector<LayerPlan> plan_layers(const PackOptions& o, const ModelConfig& c) {
   const int64_t n_units = unit_count(c);
   if (o.profile != nullptr) {
-    check_profile_matches(*o.profile, n_units, c.n_ff);
+    check_profile_matches(*o.profile, c.n_layer, c.n_ff, c.n_expert);
     if (o.profile->activation != activation_name(c.activation)) {
       throw std::runtime_error("pack: the profile was made for a " + o.profile->activation + " FFN, this model's is " +
                                std::string(activation_name(c.activation)));

@@ -14,7 +14,8 @@ namespace ember {
 namespace {
 
 constexpr uint32_t kVersion = 1;
-constexpr uint64_t kMaxLayers = 4096;
+constexpr uint64_t kMaxLayers = 4096;   // of the model; a mixture of experts has n_expert units each
+constexpr uint64_t kMaxExperts = 4096;
 constexpr uint64_t kMaxNeurons = 1u << 22;
 
 std::string freq_name(int64_t l) { return "blk." + std::to_string(l) + ".neuron_freq"; }
@@ -70,14 +71,17 @@ std::vector<int32_t> ActivationProfile::hot_order(int64_t layer) const {
   return order;
 }
 
-double ActivationProfile::hot_share(int64_t layer, double share) const {
-  const std::vector<float>& f = layers.at(static_cast<size_t>(layer)).frequency;
-  std::vector<double> sorted(f.begin(), f.end());
+double hot_share(std::span<const float> frequency, double share) {
+  std::vector<double> sorted(frequency.begin(), frequency.end());
   std::sort(sorted.begin(), sorted.end(), std::greater<>());
   const double total = std::accumulate(sorted.begin(), sorted.end(), 0.0);
   if (total <= 0.0) return 0.0;
   const auto n_hot = static_cast<size_t>(std::llround(share * static_cast<double>(sorted.size())));
   return std::accumulate(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(std::min(n_hot, sorted.size())), 0.0) / total;
+}
+
+double ActivationProfile::hot_share(int64_t layer, double share) const {
+  return ember::hot_share(layers.at(static_cast<size_t>(layer)).frequency, share);
 }
 
 void save_activation_profile(const ActivationProfile& p, const std::string& path) {
@@ -89,6 +93,7 @@ void save_activation_profile(const ActivationProfile& p, const std::string& path
   w.add_string("ember.profile.activation", p.activation);
   w.add_u32("ember.profile.n_layer", static_cast<uint32_t>(n_layer));
   w.add_u32("ember.profile.n_ff", static_cast<uint32_t>(p.n_ff));
+  if (p.n_expert > 0) w.add_u32("ember.profile.n_expert", static_cast<uint32_t>(p.n_expert));
   std::vector<float> active, locality, recall, precision;
   for (const LayerActivationProfile& l : p.layers) {
     active.push_back(static_cast<float>(l.active_fraction));
@@ -135,9 +140,15 @@ ActivationProfile load_activation_profile(const std::string& path) {
   p.activation = m.get_string("ember.profile.activation").value_or("");
   const uint64_t n_layer = m.get_uint("ember.profile.n_layer").value_or(0);
   const uint64_t n_ff = m.get_uint("ember.profile.n_ff").value_or(0);
-  if (n_layer == 0 || n_layer > kMaxLayers) fail(path, "ember.profile.n_layer must be in [1, 4096]");
+  const uint64_t n_expert = m.get_uint("ember.profile.n_expert").value_or(0);
+  if (n_expert > kMaxExperts) fail(path, "ember.profile.n_expert must be at most 4096");
+  const uint64_t units = std::max<uint64_t>(1, n_expert);
+  if (n_layer == 0 || n_layer % units != 0 || n_layer / units > kMaxLayers) {
+    fail(path, "ember.profile.n_layer must be in [1, 4096] model layers (times ember.profile.n_expert: one unit per layer and expert)");
+  }
   if (n_ff == 0 || n_ff > kMaxNeurons) fail(path, "ember.profile.n_ff must be in [1, 2^22]");
   p.n_ff = static_cast<int64_t>(n_ff);
+  p.n_expert = static_cast<int64_t>(n_expert);
   const auto active = layer_array(m, "ember.profile.active_fraction", n_layer, path);
   const auto locality = layer_array(m, "ember.profile.locality", n_layer, path);
   const auto recall = layer_array(m, "ember.profile.predictor_recall", n_layer, path);
@@ -164,7 +175,13 @@ ActivationProfile load_activation_profile(const std::string& path) {
   return p;
 }
 
-void check_profile_matches(const ActivationProfile& p, int64_t n_layer, int64_t n_ff) {
+void check_profile_matches(const ActivationProfile& p, int64_t n_layer, int64_t n_ff, int64_t n_expert) {
+  if (p.n_expert != n_expert) {
+    auto shape = [](int64_t e) { return e > 0 ? "a mixture of " + std::to_string(e) + " experts" : std::string("a dense FFN"); };
+    throw std::invalid_argument("the activation profile was made for a model with " + shape(p.n_expert) +
+                                "; this one has " + shape(n_expert));
+  }
+  n_layer *= std::max<int64_t>(1, n_expert);
   if (static_cast<int64_t>(p.layers.size()) != n_layer || p.n_ff != n_ff) {
     throw std::invalid_argument("the activation profile was made for a model with " + std::to_string(p.layers.size()) +
                                 " layers of " + std::to_string(p.n_ff) + " FFN neurons; this one has " +

@@ -92,6 +92,8 @@ void ActivationProfiler::sequence_break() {
 
 uint64_t ActivationProfiler::tokens() const { return layers_.empty() ? 0 : layers_[0].tokens; }
 
+uint64_t ActivationProfiler::tokens(int64_t layer) const { return layers_.at(static_cast<size_t>(layer)).tokens; }
+
 void ActivationProfiler::observe(const FfnObservation& o, ThreadPool& pool) {
   if (o.layer < 0 || o.layer >= s_.n_layer || o.n_ff != s_.n_ff || o.n_tokens > s_.max_tokens || o.n_tokens <= 0) {
     throw std::invalid_argument("profiler: observation does not fit the profiled model");

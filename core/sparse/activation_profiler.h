@@ -29,6 +29,7 @@ class ActivationProfiler : public FfnObserver {
   // does not compare across the break.
   void sequence_break();
   uint64_t tokens() const;  // tokens seen by layer 0
+  uint64_t tokens(int64_t layer) const;  // tokens seen by this layer (a unit's: those routed to it)
   ActivationProfile result() const;
 
   // |act(gate)| histogram bins: 0 for exact zeros, then 64 bins per octave from 2^-30 to 2^17.
