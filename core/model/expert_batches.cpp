@@ -44,12 +44,16 @@ void ExpertBatches::route(int64_t layer, const float* x, int64_t n, MoeRouteObse
 }
 
 const float* ExpertBatches::gather(int64_t expert, const float* rows, int64_t width) {
+  gather_into(expert, rows, width, xe_.data());
+  return xe_.data();
+}
+
+void ExpertBatches::gather_into(int64_t expert, const float* rows, int64_t width, float* dst) const {
   const int64_t k = env_.c.n_expert_used, begin = first_[static_cast<size_t>(expert)];
   for (int64_t i = 0; i < tokens_of(expert); ++i) {
     const int64_t t = by_expert_[static_cast<size_t>(begin + i)] / k;
-    std::memcpy(&xe_[sz(i, width)], rows + t * width, sz(width, 1) * sizeof(float));
+    std::memcpy(dst + i * width, rows + t * width, sz(width, 1) * sizeof(float));
   }
-  return xe_.data();
 }
 
 void ExpertBatches::scatter_add(int64_t expert, float* out) const {

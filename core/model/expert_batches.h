@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/model/ffn_moe.h"
+#include "core/model/moe_steps.h"
 
 namespace ember {
 
@@ -23,6 +23,8 @@ class ExpertBatches {
   }
   // Expert e's tokens' rows of `rows` (n rows of `width` floats), packed: tokens_of(e) rows.
   const float* gather(int64_t expert, const float* rows, int64_t width);
+  // The same into dst (tokens_of(e) rows of width floats).
+  void gather_into(int64_t expert, const float* rows, int64_t width, float* dst) const;
   // Where an expert's outputs go: tokens_of(e) rows of n_embd, in gather's order.
   float* outputs() { return ye_.data(); }
   // out[t] += gate weight * outputs() row, for each of expert e's tokens t (out: n rows of n_embd).

@@ -16,7 +16,7 @@
 
 #include "core/cache/offloaded_ffn.h"
 #include "core/model/expert_batches.h"
-#include "core/model/ffn_moe.h"
+#include "core/model/moe_steps.h"
 #include "core/sparse/sparse_bundle_ffn.h"
 
 namespace ember {

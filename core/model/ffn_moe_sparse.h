@@ -8,7 +8,7 @@
 #include <span>
 #include <vector>
 
-#include "core/model/ffn_moe.h"
+#include "core/model/moe_steps.h"
 #include "core/sparse/sparse_ffn.h"
 #include "core/sparse/sparse_options.h"
 #include "core/sparse/sparse_stats.h"

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/model/ffn_moe.h"
+#include "core/model/moe_steps.h"
 
 namespace ember {
 
