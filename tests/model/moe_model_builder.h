@@ -160,7 +160,7 @@ inline std::filesystem::path write_moe_model(const MoeModelSpec& s, const std::s
   w.begin(path.string());
   for (const T& t : kept) {
     const bool stacked = t.ne.size() == 3;
-    const uint64_t per = t.ne[0] * t.ne[1];
+    const uint64_t per = t.ne.size() >= 2 ? t.ne[0] * t.ne[1] : t.ne[0];  // one expert's (or the vector's) values
     std::vector<float> data;
     if (stacked) {
       for (uint64_t e = 0; e < t.ne[2]; ++e) {
@@ -168,7 +168,7 @@ inline std::filesystem::path write_moe_model(const MoeModelSpec& s, const std::s
         data.insert(data.end(), one.begin(), one.end());
       }
     } else {
-      data = draw_part(t, t.expert, t.ne.size() == 1 ? t.ne[0] : per);
+      data = draw_part(t, t.expert, per);
     }
     if (t.type == GgmlType::F32) {
       w.write_tensor_data(data.data(), data.size() * sizeof(float));
