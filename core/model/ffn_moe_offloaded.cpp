@@ -32,21 +32,17 @@ OffloadedSparseMoeFfn::OffloadedSparseMoeFfn(const FfnEnv& env, OffloadedFfn& of
       offload_(offload),
       thresholds_(thresholds),
       observer_(observer),
-      logits_(static_cast<size_t>(env.c.n_expert), 0.0f),
-      chosen_(static_cast<size_t>(env.c.n_expert_used), 0),
-      weights_(static_cast<size_t>(env.c.n_expert_used), 0.0f),
+      mixture_(env.c),
       active_(static_cast<size_t>(env.c.n_ff), 0),
       hidden_(static_cast<size_t>(std::max<int64_t>(1, env.w.max_predictor_rank())), 0.0f),
       scores_(static_cast<size_t>(env.c.n_ff), 0.0f),
-      normed_(static_cast<size_t>(env.c.n_embd), 0.0f),
-      expert_out_(static_cast<size_t>(env.c.n_embd), 0.0f) {
+      normed_(static_cast<size_t>(env.c.n_embd), 0.0f) {
   kernel_.reserve(offload.layout(), env.c.n_ff, env.pool.size());
 }
 
 uint64_t OffloadedSparseMoeFfn::scratch_bytes() const {
-  return (logits_.size() + weights_.size() + hidden_.size() + scores_.size() + normed_.size() + expert_out_.size()) *
-             sizeof(float) +
-         (chosen_.size() + active_.size()) * sizeof(int32_t) + kernel_.bytes();
+  return (hidden_.size() + scores_.size() + normed_.size()) * sizeof(float) + active_.size() * sizeof(int32_t) +
+         kernel_.bytes() + mixture_.bytes();
 }
 
 // The expert's predicted bundles (the pack's predictor rows follow its bundles: ids are bundle numbers).
@@ -64,36 +60,27 @@ void OffloadedSparseMoeFfn::prefetch(int64_t layer, const float* residual, FfnSt
   const uint64_t t0 = now_ns();
   const LayerWeights& L = env_.w.layers[static_cast<size_t>(layer)];
   rms_norm(residual, L.ffn_norm, normed_.data(), env_.c.n_embd, env_.c.rms_eps);
-  route_tokens(env_, layer, normed_.data(), 1, logits_.data(), chosen_.data(), weights_.data(), nullptr);
-  const int32_t e = chosen_[0];
+  mixture_.route(env_, layer, normed_.data(), nullptr);
+  const int32_t e = mixture_.first_choice();
   const int64_t n = predict(layer, L.experts[static_cast<size_t>(e)], residual);
   if (n < env_.c.n_ff) offload_.prefetch(layer * env_.c.n_expert + e, active_.data(), n);
   report.prefetch_ns += now_ns() - t0;
 }
 
 void OffloadedSparseMoeFfn::run(int64_t layer, const FfnIo& io, FfnStepReport& report) {
-  const int64_t E = env_.c.n_embd, k = env_.c.n_expert_used;
-  const uint64_t t0 = now_ns();
-  route_tokens(env_, layer, io.x, 1, logits_.data(), chosen_.data(), weights_.data(), observer_);
-  report.select_ns += now_ns() - t0;
-  std::fill(io.out, io.out + E, 0.0f);
   const LayerWeights& L = env_.w.layers[static_cast<size_t>(layer)];
-  report.n_active = 0;
-  for (int64_t j = 0; j < k; ++j) {
-    const int32_t e = chosen_[static_cast<size_t>(j)];
+  mixture_.mix(env_, layer, io.x, observer_, io.out, report, [&](int32_t e, float* expert_out) {
     const int64_t unit = layer * env_.c.n_expert + e;
     const uint64_t s0 = now_ns();
     const int64_t n = predict(layer, L.experts[static_cast<size_t>(e)], io.residual);
     report.select_ns += now_ns() - s0;
-    report.n_active += n;
     if (n == env_.c.n_ff) {  // every neuron: the streamed dense step of this expert
-      offload_.dense_step(unit, io.x, 1, env_.gate.data(), env_.up.data(), expert_out_.data(), env_.pool, env_.mm);
+      offload_.dense_step(unit, io.x, 1, env_.gate.data(), env_.up.data(), expert_out, env_.pool, env_.mm);
     } else {
-      offload_.sparse_step(unit, io.x, active_.data(), n, env_.pool, kernel_, expert_out_.data());
+      offload_.sparse_step(unit, io.x, active_.data(), n, env_.pool, kernel_, expert_out);
     }
-    const float w = weights_[static_cast<size_t>(j)];
-    for (int64_t d = 0; d < E; ++d) io.out[d] += w * expert_out_[static_cast<size_t>(d)];
-  }
+    return n;
+  });
 }
 
 }  // namespace ember

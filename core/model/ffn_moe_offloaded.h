@@ -51,13 +51,10 @@ class OffloadedSparseMoeFfn : public FfnStrategy {
   std::span<const float> thresholds_;
   MoeRouteObserver* observer_;
   SparseBundleFfn kernel_;             // this context's: runs on the bundles the cache hands out
-  std::vector<float> logits_;          // (n_expert)
-  std::vector<int32_t> chosen_;        // (k)
-  std::vector<float> weights_;         // (k)
+  TokenMixture mixture_;
   std::vector<int32_t> active_;        // (n_ff)
   std::vector<float> hidden_, scores_; // predictor: (max rank), (n_ff)
   std::vector<float> normed_;          // (n_embd) prefetch: the residual through ffn_norm
-  std::vector<float> expert_out_;      // (n_embd)
 };
 
 }  // namespace ember

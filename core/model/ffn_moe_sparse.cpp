@@ -14,19 +14,16 @@ SparseMoeFfn::SparseMoeFfn(const FfnEnv& env, SparseOptions::Mode mode, std::spa
       thresholds_(thresholds),
       audit_(audit),
       observer_(observer),
-      logits_(static_cast<size_t>(env.c.n_expert), 0.0f),
-      chosen_(static_cast<size_t>(env.c.n_expert_used), 0),
-      weights_(static_cast<size_t>(env.c.n_expert_used), 0.0f),
+      mixture_(env.c),
       active_(static_cast<size_t>(env.c.n_ff), 0),
       hidden_(static_cast<size_t>(std::max<int64_t>(1, env.w.max_predictor_rank())), 0.0f),
-      scores_(static_cast<size_t>(env.c.n_ff), 0.0f),
-      expert_out_(static_cast<size_t>(env.c.n_embd), 0.0f) {
+      scores_(static_cast<size_t>(env.c.n_ff), 0.0f) {
   scratch_.reserve(env.c.n_embd, env.c.n_ff, env.pool.size());
 }
 
 uint64_t SparseMoeFfn::scratch_bytes() const {
-  return (logits_.size() + weights_.size() + hidden_.size() + scores_.size() + expert_out_.size()) * sizeof(float) +
-         (chosen_.size() + active_.size()) * sizeof(int32_t) + scratch_.bytes();
+  return (hidden_.size() + scores_.size()) * sizeof(float) + active_.size() * sizeof(int32_t) + scratch_.bytes() +
+         mixture_.bytes();
 }
 
 int64_t SparseMoeFfn::select(int64_t layer, const ExpertWeights& ex, const FfnIo& io) {
@@ -57,19 +54,12 @@ void SparseMoeFfn::count_truth(int64_t layer, const ExpertWeights& ex, const Ffn
 }
 
 void SparseMoeFfn::run(int64_t layer, const FfnIo& io, FfnStepReport& report) {
-  const int64_t E = env_.c.n_embd, k = env_.c.n_expert_used;
-  const uint64_t t0 = now_ns();
-  route_tokens(env_, layer, io.x, 1, logits_.data(), chosen_.data(), weights_.data(), observer_);
-  report.select_ns += now_ns() - t0;
-  std::fill(io.out, io.out + E, 0.0f);
   const LayerWeights& L = env_.w.layers[static_cast<size_t>(layer)];
-  report.n_active = 0;
-  for (int64_t j = 0; j < k; ++j) {
-    const ExpertWeights& ex = L.experts[static_cast<size_t>(chosen_[static_cast<size_t>(j)])];
+  mixture_.mix(env_, layer, io.x, observer_, io.out, report, [&](int32_t e, float* expert_out) {
+    const ExpertWeights& ex = L.experts[static_cast<size_t>(e)];
     const uint64_t s0 = now_ns();
     const int64_t n_active = select(layer, ex, io);
     report.select_ns += now_ns() - s0;
-    report.n_active += n_active;
     SparseFfnArgs a;
     a.gate = ex.gate;
     a.up = ex.up;
@@ -78,12 +68,11 @@ void SparseMoeFfn::run(int64_t layer, const FfnIo& io, FfnStepReport& report) {
     a.x = io.x;
     a.active = active_.data();
     a.n_active = n_active;
-    a.out = expert_out_.data();
+    a.out = expert_out;
     sparse_ffn(a, env_.pool, scratch_);
-    const float w = weights_[static_cast<size_t>(j)];
-    for (int64_t d = 0; d < E; ++d) io.out[d] += w * expert_out_[static_cast<size_t>(d)];
     if (!audit_.empty()) count_truth(layer, ex, io, n_active, report);
-  }
+    return n_active;
+  });
 }
 
 }  // namespace ember

@@ -34,12 +34,9 @@ class SparseMoeFfn : public FfnStrategy {
   std::span<const float> thresholds_;
   std::span<SparseLayerStats> audit_;
   MoeRouteObserver* observer_;
-  std::vector<float> logits_;        // (n_expert)
-  std::vector<int32_t> chosen_;      // (k)
-  std::vector<float> weights_;       // (k)
+  TokenMixture mixture_;
   std::vector<int32_t> active_;      // (n_ff)
   std::vector<float> hidden_, scores_;  // predictor: (max rank), (n_ff)
-  std::vector<float> expert_out_;    // (n_embd)
   SparseFfnScratch scratch_;
 };
 
