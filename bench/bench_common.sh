@@ -1,5 +1,6 @@
-# Shared by the benchmark scripts (sourced, not run): machine facts and waiting for a quiet
-# machine. The caller defines log() and sets $repo and $wait_idle (seconds; 0: do not wait).
+# Shared by the benchmark scripts (sourced, not run): machine facts, waiting for a quiet machine,
+# the measuring wrapper, dropping the page cache. The caller defines log() and sets $repo,
+# $cache_root and $wait_idle (seconds; 0: do not wait).
 
 # The facts that make a measurement meaningful, as key=value lines; callers add their own.
 machine_facts() {
@@ -90,3 +91,18 @@ ensure_drelu_pack() {
     "$ember" profile -m "$drelu_model" -f "$drelu_text" -o "$drelu_profile" >&2
     "$ember" pack -m "$drelu_model" --profile "$drelu_profile" -o "$drelu_pack" >&2  # pack writes atomically
 }
+
+# The measuring wrapper (bench/tools/run_measured.c) in $cache_root/bin, compiled when missing or
+# older than its source; sets $measure to its path. For the scripts that run engines in cgroups.
+ensure_run_measured() {
+    measure="$cache_root/bin/run_measured"
+    if [[ ! -x "$measure" || "$repo/bench/tools/run_measured.c" -nt "$measure" ]]; then
+        log "compiling $measure"
+        mkdir -p "$cache_root/bin"
+        gcc -std=c11 -O2 -Wall -Wextra -Werror -o "$measure.tmp" "$repo/bench/tools/run_measured.c"
+        mv "$measure.tmp" "$measure"
+    fi
+}
+
+# Every process of a cache-sensitive run starts cold: the dirty pages written, the cache dropped.
+drop_page_cache() { sync; echo 3 > /proc/sys/vm/drop_caches; }

@@ -11,8 +11,18 @@
 #                              [--repack-check-cap 50%] [--overhead-mib 128] [--timeout 1800]
 #                              [--fio-runtime 5] [--no-fio] [--ember PATH] [--out DIR]
 #                              [--wait-idle SECONDS] [--report DIR]
-# Caps are percentages of the llama.cpp model file (the SwiGLU GGUF), one absolute byte limit
-# shared by every engine; "unlimited" runs in a cgroup without a limit (its peak is still recorded).
+#                              [--model GGUF] [--pack PACK] [--prompt-file TEXT] [--no-prefetch-variant]
+#                              [--prefetch-variant]
+# Caps are percentages of the llama.cpp model file (the SwiGLU GGUF) or sizes (16G, 10G, 900M: GiB
+# and MiB), one absolute byte limit shared by every engine; "unlimited" runs in a cgroup without a
+# limit (its peak is still recorded).
+# --model and --pack take files made beforehand (the Mixtral-8x7B shape takes hours to synthesise
+# and profile: bench/README.md) instead of synthesising them from --preset. --prompt-file gives
+# both engines the first N tokens of a text (same tokenizer, same ids) instead of a spread of ids:
+# a sparse model's speed depends on the text, and the profile behind the pack's hot set must come
+# from another text. --no-prefetch-variant adds Ember sparse with --no-prefetch at every cap, and
+# --prefetch-variant with --prefetch (an A/B of the prefetch in the same run: its default is on for
+# dense packs, off for mixtures of experts).
 # The first --prompts size is the decode run (--gen-tokens steps); the others generate one token
 # (TTFT only). --report DIR prints an earlier run's tables and redraws its plots.
 #
@@ -44,9 +54,14 @@ ember="$repo/build/ember"
 out_dir=""
 wait_idle=0
 report_only=false
+model_file=""
+pack_file=""
+prompt_file=""
+no_prefetch_variant=false
+prefetch_variant=false
 readonly cgroup_mount=/sys/fs/cgroup/memory
 
-usage() { sed -n '2,23p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,29p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 fail() { echo "memcap_bench.sh: error: $*" >&2; exit 1; }
 log() { echo "memcap_bench.sh: $*" >&2; }
 # shellcheck source=bench/bench_common.sh
@@ -75,6 +90,11 @@ while [[ $# -gt 0 ]]; do
         --out) out_dir="$2"; shift 2 ;;
         --wait-idle) wait_idle="$2"; shift 2 ;;
         --report) out_dir="$2"; report_only=true; shift 2 ;;
+        --model) model_file="$2"; shift 2 ;;
+        --pack) pack_file="$2"; shift 2 ;;
+        --prompt-file) prompt_file="$2"; shift 2 ;;
+        --no-prefetch-variant) no_prefetch_variant=true; shift ;;
+        --prefetch-variant) prefetch_variant=true; shift ;;
         -h|--help) usage ;;
         *) echo "memcap_bench.sh: unknown option '$1'" >&2; usage ;;
     esac
@@ -127,8 +147,9 @@ has_engine() { [[ " ${engine_list[*]} " == *" $1 "* ]]; }
 read -r -a cap_list <<< "$caps"
 (( ${#cap_list[@]} > 0 )) || fail "--caps needs at least one cap"
 for c in "${cap_list[@]}"; do
-    [[ "$c" == unlimited || "$c" =~ ^[0-9]+(\.[0-9]+)?%$ ]] || fail "--caps takes 'unlimited' and percentages like 50%, got '$c'"
-    [[ "$c" == unlimited ]] || (( $(echo "${c%\%} > 0" | bc) )) || fail "a cap must be above 0%, got '$c'"
+    [[ "$c" == unlimited || "$c" =~ ^[0-9]+(\.[0-9]+)?[%GM]$ ]] ||
+        fail "--caps takes 'unlimited', percentages like 50% and sizes like 16G or 900M, got '$c'"
+    [[ "$c" == unlimited ]] || (( $(echo "${c%[%GM]} > 0" | bc) )) || fail "a cap must be above 0, got '$c'"
 done
 if [[ -z "$repack_check_cap" ]]; then
     # The default configuration of both dense engines is tried once at one cap to show what it does there.
@@ -148,16 +169,13 @@ fi
 for tool in gcc jq bc python3; do command -v "$tool" >/dev/null || fail "'$tool' is needed (apt-get install $tool)"; done
 $with_fio && ! command -v fio >/dev/null && fail "fio is needed for the disk figure (apt-get install fio), or pass --no-fio"
 [[ -x "$ember" ]] || fail "no ember binary at $ember (build the ember target or pass --ember PATH)"
+[[ -z "$model_file" || -f "$model_file" ]] || fail "--model: no file at '$model_file'"
+[[ -z "$pack_file" || -f "$pack_file" ]] || fail "--pack: no file at '$pack_file'"
+[[ -z "$prompt_file" || -f "$prompt_file" ]] || fail "--prompt-file: no file at '$prompt_file'"
+[[ -z "$prompt_file" ]] || prompt_file="$(realpath "$prompt_file")"
 ensure_gnuplot
 
-# The measuring wrapper (bench/tools/run_measured.c), rebuilt when its source changes.
-measure="$cache_root/bin/run_measured"
-if [[ ! -x "$measure" || "$repo/bench/tools/run_measured.c" -nt "$measure" ]]; then
-    log "compiling $measure"
-    mkdir -p "$cache_root/bin"
-    gcc -std=c11 -O2 -Wall -Wextra -Werror -o "$measure.tmp" "$repo/bench/tools/run_measured.c"
-    mv "$measure.tmp" "$measure"
-fi
+ensure_run_measured  # sets $measure (bench_common.sh)
 
 peer=""
 if has_engine llama.cpp; then
@@ -165,11 +183,19 @@ if has_engine llama.cpp; then
 fi
 
 # Models: the SwiGLU GGUF (llama.cpp, Ember dense) and the drelu pack with predictors (Ember sparse).
-dense_model="$(synth_model "$ember" "$models_dir" "$preset" "$quant")" || fail "no $quant model for preset $preset"
+if [[ -n "$model_file" ]]; then
+    dense_model="$model_file"
+else
+    dense_model="$(synth_model "$ember" "$models_dir" "$preset" "$quant")" || fail "no $quant model for preset $preset"
+fi
 pack=""
 if has_engine ember-sparse; then
-    ensure_drelu_pack "$preset" "$quant" "$rank" "$predictor_type"
-    pack="$drelu_pack"  # set by ensure_drelu_pack (bench_common.sh)
+    if [[ -n "$pack_file" ]]; then
+        pack="$pack_file"
+    else
+        ensure_drelu_pack "$preset" "$quant" "$rank" "$predictor_type"
+        pack="$drelu_pack"  # set by ensure_drelu_pack (bench_common.sh)
+    fi
     [[ -f "$pack" ]] || fail "no pack at $pack"
 fi
 dense_bytes=$(stat -c %s "$dense_model")
@@ -210,10 +236,17 @@ trap 'log "interrupted"; exit 130' INT TERM
 
 # cap_bytes CAP: the byte limit for a cap ("unlimited": none).
 cap_bytes() {
-    [[ "$1" == unlimited ]] && { echo unlimited; return; }
-    echo "$dense_bytes * ${1%\%} / 100" | bc
+    case "$1" in
+        unlimited) echo unlimited ;;
+        *G) echo "${1%G} * 1073741824 / 1" | bc ;;
+        *M) echo "${1%M} * 1048576 / 1" | bc ;;
+        *) echo "$dense_bytes * ${1%\%} / 100" | bc ;;
+    esac
 }
 slug() { echo "$1" | sed 's/%/pct/g; s/[^A-Za-z0-9._-]\{1,\}/-/g'; }
+# The prompt options of each engine: the text's first tokens when --prompt-file is given.
+peer_prompt=() ember_prompt=()
+[[ -n "$prompt_file" ]] && { peer_prompt=(--prompt-file "$prompt_file"); ember_prompt=(--prompt-file "$prompt_file"); }
 
 make_cgroup() {
     local cap=$1 cg bytes
@@ -247,7 +280,6 @@ reset_cgroup() {
 for c in "${cap_list[@]}"; do make_cgroup "$c"; done
 [[ -n "$repack_check_cap" && -z "${cgroup_of[$repack_check_cap]:-}" ]] && make_cgroup "$repack_check_cap"
 
-drop_page_cache() { sync; echo 3 > /proc/sys/vm/drop_caches; }
 
 # ---------------------------------------------------------------------------------------------
 # Ember sparse's budget: cap - KV cache - scratch - fixed overhead, the KV cache and scratch taken
@@ -259,9 +291,17 @@ probe_ctx=$((max_prompt + gen_tokens + 1))
 probe_batch=$(( max_prompt > 512 ? max_prompt : 512 ))  # ember bench batches min(512 default, prompt) up
 kv_bytes=0 scratch_bytes=0
 if has_engine ember-sparse; then
-    log "probing Ember's KV cache and scratch sizes on $pack"
+    # Under a budget (the smallest cap's bytes: sizes only), as the capped runs: the scratch differs
+    # from all in RAM, and a pack larger than this machine's memory cannot be probed all in RAM.
+    probe_budget=()
+    for c in "${cap_list[@]}"; do
+        b=${cap_bytes_of[$c]}
+        [[ "$b" == unlimited ]] && continue
+        if (( ${#probe_budget[@]} == 0 )) || (( b < probe_budget[1] )); then probe_budget=(--memory-budget "$b"); fi
+    done
+    log "probing Ember's KV cache and scratch sizes on $pack ${probe_budget[*]}"
     drop_page_cache
-    "$ember" bench -m "$pack" -t "$threads" --sparse predictor -c "$probe_ctx" -b "$probe_batch" \
+    "$ember" bench -m "$pack" -t "$threads" --sparse predictor -c "$probe_ctx" -b "$probe_batch" "${probe_budget[@]}" \
         --prompt-tokens 1 --gen-tokens 1 --runs 1 --json --stats-json "$out_dir/probe.stats.json" \
         > "$out_dir/raw/probe.stdout" 2> "$out_dir/raw/probe.stderr" ||
         fail "the Ember probe failed; see $out_dir/raw/probe.stderr"
@@ -299,7 +339,11 @@ for c in "${cap_list[@]}"; do
         fi
         if has_engine ember-sparse; then
             if [[ "$c" == unlimited ]]; then entries+=("ember-sparse|all-in-RAM|$c|$p|$g|0")
-            else entries+=("ember-sparse|budget|$c|$p|$g|0"); fi
+            else
+                entries+=("ember-sparse|budget|$c|$p|$g|0")
+                $no_prefetch_variant && entries+=("ember-sparse|budget-no-prefetch|$c|$p|$g|0")
+                $prefetch_variant && entries+=("ember-sparse|budget-prefetch|$c|$p|$g|0")
+            fi
         fi
     done
 done
@@ -320,23 +364,25 @@ run_one() {
     local cg=${cgroup_of[$cap]} budget=- cmd=()
     case "$engine" in
         llama.cpp)
-            cmd=("$peer" bench -m "$dense_model" -t "$threads" -p "$p" -n "$g" -r 1 --mmap)
+            cmd=("$peer" bench -m "$dense_model" -t "$threads" -p "$p" -n "$g" -r 1 --mmap "${peer_prompt[@]}")
             [[ "$variant" == mmap ]] && cmd+=(--no-repack) ;;
         ember-dense)
             cmd=("$ember" bench -m "$dense_model" -t "$threads" -c $((p + g + 1)) --prompt-tokens "$p"
-                 --gen-tokens "$g" --runs 1 --json)
+                 --gen-tokens "$g" --runs 1 --json "${ember_prompt[@]}")
             [[ "$variant" == no-repack ]] && cmd+=(--no-repack) ;;
         ember-sparse)
             cmd=("$ember" bench -m "$pack" -t "$threads" --sparse predictor -c $((p + g + 1)) --prompt-tokens "$p"
-                 --gen-tokens "$g" --runs 1 --json --stats-json "$base.stats.json")
-            if [[ "$variant" == budget ]]; then
+                 --gen-tokens "$g" --runs 1 --json --stats-json "$base.stats.json" "${ember_prompt[@]}")
+            if [[ "$variant" == budget* ]]; then
                 budget=$(sparse_budget "$cap")
                 cmd+=(--memory-budget "$budget" --io-backend auto)
+                [[ "$variant" == budget-no-prefetch ]] && cmd+=(--no-prefetch)
+                [[ "$variant" == budget-prefetch ]] && cmd+=(--prefetch)
             fi ;;
     esac
     rm -f "$base.stats.json" "$base.measure.json"
     local rc=0 error="" load_before usage_before
-    if [[ "$budget" == - && "$variant" == budget ]]; then
+    if [[ "$budget" == - && "$variant" == budget* ]]; then
         rc=-1
         error="cap ${cap_bytes_of[$cap]} B leaves no budget after KV cache $kv_bytes B, scratch $scratch_bytes B and ${overhead_mib} MiB overhead"
         : > "$base.stdout"
@@ -407,15 +453,18 @@ jq -n --arg preset "$preset" --arg quant "$quant" --arg dense "$dense_model" --a
     --arg caps "${cap_list[*]}" --arg prompts "${prompt_list[*]}" --argjson gen "$gen_tokens" \
     --argjson runs "$runs" --argjson threads "$threads" --argjson overhead_mib "$overhead_mib" \
     --argjson kv "$kv_bytes" --argjson scratch "$scratch_bytes" --arg check_cap "$repack_check_cap" \
-    --argjson timeout "$timeout_s" --arg cgroup_parent "$cgroup_parent" \
+    --argjson timeout "$timeout_s" --arg cgroup_parent "$cgroup_parent" --arg prompt_file "${prompt_file:-synthetic}" \
+    --argjson model_given "$( [[ -n "$model_file" ]] && echo true || echo false)" \
     --argjson cap_bytes "$(for c in "${cap_list[@]}"; do jq -n --arg c "$c" --arg b "${cap_bytes_of[$c]}" \
         --arg s "$(sparse_budget "$c")" '{cap: $c, bytes: ($b | tonumber? // null), sparse_budget_bytes: ($s | tonumber? // null)}'; done | jq -s .)" \
     '{preset: $preset, type: $quant, dense_model: $dense, dense_model_bytes: $dense_bytes, pack: $pack,
       pack_bytes: ($pack_bytes | tonumber? // null), caps: $cap_bytes, prompts: ($prompts | split(" ") | map(tonumber)),
       gen_tokens: $gen, runs: $runs, threads: $threads, overhead_mib: $overhead_mib,
       probe: {kv_cache_bytes: $kv, scratch_bytes: $scratch}, repack_check_cap: $check_cap,
-      timeout_s: $timeout, cgroup_parent: $cgroup_parent}' > "$out_dir/settings.json"
+      timeout_s: $timeout, cgroup_parent: $cgroup_parent, prompt: $prompt_file,
+      model_given: $model_given}' > "$out_dir/settings.json"
 log "machine: $(tr '\n' ' ' < "$out_dir/machine.txt")"
+log "prompt: ${prompt_file:-a spread of token ids (synthetic)}"
 log "caps (of $dense_bytes B, the llama.cpp file): $(for c in "${cap_list[@]}"; do printf '%s=%s ' "$c" "${cap_bytes_of[$c]}"; done)"
 has_engine ember-sparse && log "Ember sparse budgets (cap - KV $kv_bytes - scratch $scratch_bytes - ${overhead_mib} MiB): $(for c in "${cap_list[@]}"; do printf '%s=%s ' "$c" "$(sparse_budget "$c")"; done)"
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The prefetch experiment as an A/B benchmark: Ember's sparse decode under a memory budget
-# with prefetching (the default: each layer's predicted bundles are read, from the residual
+# with prefetching (--prefetch: each layer's predicted bundles are read, from the residual
 # entering the layer, while its attention runs) and without (--no-prefetch). This VM's disk
 # drifts several-fold over minutes, so the two variants run back to back as a pair, for every
 # budget and backend, in rounds; the table gives the median of each variant and the median of the per-pair ratio (on / off), which
@@ -9,7 +9,10 @@
 # usage: bench/prefetch_ab.sh [--model PACK] [--budgets "50% 25%"] [--backends "uring pread"]
 #                             [--runs 3] [--threads 2] [--prompt-tokens 16] [--gen-tokens 32]
 #                             [--ember PATH] [--out DIR] [--wait-idle SECONDS] [--report DIR]
+#                             [--prompt-file TEXT]
 # --report DIR prints the table of an earlier run's DIR again without running anything.
+# --prompt-file: the prompt is the text's first --prompt-tokens tokens (a mixture of experts routes
+# by the text, so its prefetch must be measured on one; the pack's profile must come from another).
 # Without --model it uses (and makes on first use, as bench/sparse_bench.sh does) the synthetic
 # mistral-7b drelu Q4_0 pack with Q4_0 predictors of rank 256. Needs root to drop the page cache
 # before each process (warned and skipped otherwise) and jq.
@@ -29,6 +32,7 @@ ember="$repo/build/ember"
 out_dir=""
 wait_idle=0
 report_dir=""
+prompt_file=""
 
 log() { echo "prefetch_ab: $*" >&2; }
 die() { log "$*"; exit 1; }
@@ -48,7 +52,8 @@ while (($#)); do
         --out) out_dir="$2"; shift 2 ;;
         --wait-idle) wait_idle="$2"; shift 2 ;;
         --report) report_dir="$2"; shift 2 ;;
-        -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+        --prompt-file) prompt_file="$(realpath "$2")"; shift 2 ;;
+        -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
         *) die "unknown argument $1 (see --help)" ;;
     esac
 done
@@ -56,7 +61,11 @@ if [[ -n "$report_dir" ]]; then
     out_dir="$report_dir"
     runs=$(jq -s 'map(.round) | max' "$out_dir/runs.jsonl")
     pack=$(sed -n 's/^file=//p' "$out_dir/machine.txt")
-    budgets=$(jq -rs 'map(.budget) | unique | sort_by(-(rtrimstr("%") | tonumber)) | join(" ")' "$out_dir/runs.jsonl")
+    prompt_file=$(sed -n 's/^prompt_file=//p' "$out_dir/machine.txt")
+    prompt_tokens=$(sed -n 's/^prompt_tokens=//p' "$out_dir/machine.txt")
+    gen_tokens=$(sed -n 's/^gen_tokens=//p' "$out_dir/machine.txt")
+    # In the order they ran (percentages and sizes such as 4G alike).
+    budgets=$(jq -rs '[.[].budget] | reduce .[] as $b ([]; if index($b) then . else . + [$b] end) | join(" ")' "$out_dir/runs.jsonl")
     backends=$(jq -rs '[.[].backend] | reduce .[] as $b ([]; if index($b) then . else . + [$b] end) | join(" ")' "$out_dir/runs.jsonl")
 fi
 [[ -n "$report_dir" ]] || [[ -x "$ember" ]] || die "$ember not found: build first (scripts/setup.sh)"
@@ -68,7 +77,8 @@ fi
 out_dir="${out_dir:-$repo/bench/results/prefetch-$(date -u +%Y%m%d-%H%M%S)}"
 if [[ -z "$report_dir" ]]; then
     mkdir -p "$out_dir/raw"
-    { machine_facts; disk_facts "$pack"; } > "$out_dir/machine.txt"
+    { machine_facts; disk_facts "$pack"; echo "prompt_file=$prompt_file"
+      echo "prompt_tokens=$prompt_tokens"; echo "gen_tokens=$gen_tokens"; } > "$out_dir/machine.txt"
 fi
 
 cpu_ticks() { awk '/^cpu / { t = 0; for (i = 2; i <= NF; ++i) t += $i; print t, $9; exit }' /proc/stat; }
@@ -79,7 +89,9 @@ run_one() {
     local base="$out_dir/raw/r$round-${budget%\%}pct-$backend-$variant"
     local args=(bench -m "$pack" -t "$threads" --sparse predictor --memory-budget "$budget" --io-backend "$backend"
                 --prompt-tokens "$prompt_tokens" --gen-tokens "$gen_tokens" --runs 1 --json --stats-json "$base.stats.json")
-    [[ $variant == off ]] && args+=(--no-prefetch)
+    # Both explicit: the default is on for dense packs and off for mixtures of experts.
+    if [[ $variant == off ]]; then args+=(--no-prefetch); else args+=(--prefetch); fi
+    [[ -n $prompt_file ]] && args+=(--prompt-file "$prompt_file")
     wait_for_idle
     if [[ -w /proc/sys/vm/drop_caches ]]; then sync; echo 3 > /proc/sys/vm/drop_caches; fi
     local before after rc=0
@@ -139,5 +151,7 @@ col() { jq -r --arg b "$1" --arg k "$2" --arg v "$3" \
         done
     done
     echo
-    echo "Pack: \`$(basename "$pack")\`, $threads threads, $prompt_tokens-token prompt, $gen_tokens decode tokens, medians of $runs pairs of fresh processes (page cache dropped before each)."
+    prompt_desc="synthetic ids"
+    [[ -n $prompt_file ]] && prompt_desc="the start of $(basename "$prompt_file")"
+    echo "Pack: \`$(basename "$pack")\`, $threads threads, $prompt_tokens-token prompt ($prompt_desc), $gen_tokens decode tokens, medians of $runs pairs of fresh processes (page cache dropped before each)."
 } | tee "$out_dir/table.md"

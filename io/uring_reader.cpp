@@ -2,6 +2,11 @@
 
 #include <liburing.h>
 #include <sched.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -31,9 +36,38 @@ uint32_t round_up_pow2(uint32_t v) {
   return p;
 }
 
+// Some seccomp policies do not make a refused call fail but kill the caller with SIGSYS
+// (SECCOMP_RET_TRAP or _KILL; Android's app policy traps, and whether io_uring is on its list varies
+// by release). So io_uring_setup is first tried in a forked child: if that child dies of a signal,
+// io_uring is off limits and this process never makes the call. The child makes raw system calls
+// only and leaves with _exit, which is safe after fork in a threaded process; the fork copies page
+// tables, not memory, and happens once per probe. Empty when the child survived (whatever its
+// call returned: the in-process probe below then says why it failed, if it did).
+std::string setup_kills_the_caller() {
+  const pid_t pid = fork();
+  if (pid < 0) return "";  // cannot tell: let the in-process probe decide
+  if (pid == 0) {
+    const rlimit no_core{0, 0};  // a trapped call must not leave a core file behind
+    setrlimit(RLIMIT_CORE, &no_core);
+    io_uring_params params{};
+    const long fd = syscall(__NR_io_uring_setup, 1, &params);
+    if (fd >= 0) close(static_cast<int>(fd));
+    _exit(0);
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return "";
+  }
+  if (!WIFSIGNALED(status)) return "";
+  const int sig = WTERMSIG(status);
+  return std::string("io_uring_setup killed a probe process with signal ") + std::to_string(sig) +
+         (sig == SIGSYS ? " (SIGSYS: refused by a seccomp policy that traps, e.g. Android's for apps)" : "");
+}
+
 }  // namespace
 
 std::string UringReader::unavailable_reason() {
+  if (std::string killed = setup_kills_the_caller(); !killed.empty()) return killed;
   io_uring ring{};
   int rc = io_uring_queue_init(4, &ring, 0);
   if (rc < 0) return setup_error("io_uring_queue_init", -rc);
@@ -86,10 +120,21 @@ UringReader::UringReader(const DirectFile& file, const UringOptions& options)
 
   // The completion queue holds every read in flight, so completions are never dropped or pushed
   // to the kernel's overflow list however far the caller falls behind.
+  // Cooperative task running (Linux 5.19+): a completion does not interrupt the thread that
+  // submitted (an IPI and a trip through the kernel per completion, taken from the compute the
+  // reads overlap); its CQE is posted the next time that thread enters the kernel, which
+  // io_uring_peek_cqe does when the TASKRUN flag says work is waiting. Older kernels refuse the
+  // flags: the plain ring then.
   io_uring_params params{};
-  params.flags = IORING_SETUP_CQSIZE;
+  params.flags = IORING_SETUP_CQSIZE | IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG;
   params.cq_entries = round_up_pow2(std::max(options.capacity, 2 * options.queue_depth));
-  const int rc = io_uring_queue_init_params(options.queue_depth, ring_.get(), &params);
+  int rc = io_uring_queue_init_params(options.queue_depth, ring_.get(), &params);
+  if (rc == -EINVAL) {
+    params = io_uring_params{};
+    params.flags = IORING_SETUP_CQSIZE;
+    params.cq_entries = round_up_pow2(std::max(options.capacity, 2 * options.queue_depth));
+    rc = io_uring_queue_init_params(options.queue_depth, ring_.get(), &params);
+  }
   if (rc < 0) throw IoError(file.path() + ": " + setup_error("io_uring_queue_init", -rc));
   queue_depth_ = ring_->sq.ring_entries;
 

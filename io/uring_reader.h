@@ -33,7 +33,8 @@ class UringReader final : public BatchReader {
  public:
   // Empty when io_uring works here (ring set up, READ and READ_FIXED supported, a NOP submitted and
   // completed); otherwise why not, e.g. "io_uring_queue_init: Function not implemented (ENOSYS:
-  // the kernel has no io_uring)". Seccomp policies (Android apps) make setup fail with EPERM.
+  // the kernel has no io_uring)". Seccomp policies make setup fail with EPERM, or kill the caller
+  // with SIGSYS: the setup call is therefore first made in a forked child (see the .cpp).
   static std::string unavailable_reason();
 
   // `file` must outlive the reader. Throws IoError when io_uring cannot be set up,

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the exact npm packages the integration tests use (tests/integration/package-lock.json):
-# the official `openai` client, ajv (+ ajv-formats) for the OpenAPI schemas, yaml. Needs Node.js 20+
+# the official `openai` client, the AI SDK (`ai`, `@ai-sdk/openai-compatible`), LangChain
+# (`@langchain/openai`, `@langchain/core`), zod, ajv (+ ajv-formats) for the OpenAPI schemas, yaml. Needs Node.js 20+
 # and npm; run once after cloning, then `ctest -R integration_http` or tests/integration/run.sh.
 set -euo pipefail
 cd "$(dirname "$0")/../tests/integration"

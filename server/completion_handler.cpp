@@ -32,7 +32,7 @@ void submit(CompletionRequest request, bool chat, RouteContext& ctx, Responder& 
           outcome->failure = std::current_exception();  // a worker thread must not end on it
         }
       },
-      [outcome, chat, &state, &engine, &out] {
+      [outcome, chat, chat_template, &state, &engine, &out] {
         if (outcome->failure) std::rethrow_exception(outcome->failure);
         if (state.stopping.load()) {
           return out.send(unavailable_response("the server is shutting down", "server_shutdown", nullptr),
@@ -46,6 +46,8 @@ void submit(CompletionRequest request, bool chat, RouteContext& ctx, Responder& 
         shape.created = unix_now();
         shape.model = state.options.model_id;
         shape.prompt_tokens = static_cast<int64_t>(outcome->job.prompt.size());
+        shape.logprobs = outcome->job.top_logprobs >= 0;
+        if (chat && outcome->request.tools.active()) shape.tool_syntax = tool_syntax(chat_template);
         out.run_generation(engine, std::move(outcome->job), std::make_shared<CompletionEvents>(std::move(shape)));
       });
 }

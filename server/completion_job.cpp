@@ -5,13 +5,21 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/chat/tool_grammar.h"
+#include "core/grammar/grammar.h"
+
 namespace ember::server {
 
 namespace {
 
 std::vector<int32_t> tokenize_prompt(CompletionRequest& cr, bool chat, const Tokenizer& tok,
                                      ChatTemplate chat_template) {
-  if (chat) return tokenize_chat(tok, chat_template, cr.messages);
+  if (chat) {
+    // tool_choice none: the tools are not shown, so the model is not invited to call them.
+    std::span<const ToolDefinition> tools;
+    if (cr.tools.active()) tools = cr.tools.tools;
+    return tokenize_chat(tok, chat_template, cr.messages, tools);
+  }
   if (cr.prompt_is_tokens) {
     // The client tokenized: its ids are the prompt as they are (no BOS added), so they must be
     // valid for this vocabulary.
@@ -29,13 +37,34 @@ std::vector<int32_t> tokenize_prompt(CompletionRequest& cr, bool chat, const Tok
   return tok.encode(cr.prompt, /*add_special=*/true, /*parse_special=*/false);
 }
 
+// The grammar of the tool call the request requires (or, for the generic syntax, of its two reply
+// shapes); it cannot be combined with a response_format, which would constrain the same reply.
+void add_tool_grammar(CompletionRequest& cr, ChatTemplate chat_template) {
+  if (!cr.tools.active()) return;
+  std::string gbnf;
+  try {
+    gbnf = tool_call_gbnf(tool_syntax(chat_template), cr.tools.tools, cr.tools.choice, cr.tools.named,
+                          cr.tools.parallel);
+  } catch (const std::invalid_argument& e) {
+    throw BadRequest(std::string("'tools' cannot be enforced: ") + e.what(), "tools");
+  }
+  if (gbnf.empty()) return;
+  if (!cr.grammar.gbnf.empty()) {
+    throw BadRequest("'" + cr.grammar.param + "' cannot be combined with tools that constrain the reply (tool_choice "
+                         "required or a named function, or a chat template without its own tool syntax); "
+                         "send tool_choice \"none\" or drop '" + cr.grammar.param + "'",
+                     cr.grammar.param);
+  }
+  cr.grammar = {std::move(gbnf), "tools"};
+}
+
 }  // namespace
 
 std::vector<int32_t> tokenize_chat(const Tokenizer& tok, ChatTemplate chat_template,
-                                   std::span<const ChatMessage> messages) {
+                                   std::span<const ChatMessage> messages, std::span<const ToolDefinition> tools) {
   auto special_text = [&](int32_t id) { return id >= 0 ? tok.token_to_piece(id, true) : std::string(); };
   const RenderedChat rendered = render_chat(chat_template, messages, /*add_generation_prompt=*/true,
-                                            special_text(tok.bos_id()), special_text(tok.eos_id()));
+                                            special_text(tok.bos_id()), special_text(tok.eos_id()), tools);
   std::vector<TextSegment> segments;
   segments.reserve(rendered.segments.size());
   for (const ChatSegment& s : rendered.segments) {
@@ -71,6 +100,7 @@ GenerationJob prepare_completion_job(CompletionRequest& cr, bool chat, const Mod
                        "logit_bias");
     }
   }
+  if (chat) add_tool_grammar(cr, chat_template);
   if (!cr.seed_given) cr.sampling.seed = std::random_device{}();
   try {
     validate_sampling_params(cr.sampling, n_vocab);
@@ -78,6 +108,16 @@ GenerationJob prepare_completion_job(CompletionRequest& cr, bool chat, const Mod
     throw BadRequest(e.what());
   }
   GenerationJob job;
+  if (!cr.grammar.gbnf.empty()) {
+    try {
+      job.grammar = grammar::Grammar::parse(cr.grammar.gbnf);
+    } catch (const std::exception& e) {
+      // GrammarError (syntax with line:column, limits, left recursion) or memory for a huge one.
+      throw BadRequest(std::string("'") + cr.grammar.param + "': " + e.what(), cr.grammar.param);
+    }
+  }
+  job.top_logprobs = cr.top_logprobs;
+  job.choices = cr.n;
   job.prompt = std::move(prompt);
   job.sampling = cr.sampling;
   job.max_tokens = cr.max_tokens;

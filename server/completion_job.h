@@ -19,9 +19,10 @@ namespace ember::server {
 // user stays text. Adds BOS as the vocabulary says unless the template wrote one. Throws
 // std::invalid_argument on an unknown role (render_chat).
 std::vector<int32_t> tokenize_chat(const Tokenizer& tok, ChatTemplate chat_template,
-                                   std::span<const ChatMessage> messages);
+                                   std::span<const ChatMessage> messages, std::span<const ToolDefinition> tools = {});
 
-// The job's prompt, sampling, max_tokens and stop strings; the caller sets `cancelled` and the
+// The job's prompt, sampling, max_tokens, stop strings and grammar (response_format, or the tool
+// call a tool_choice requires: core/chat/tool_grammar.h); the caller sets `cancelled` and the
 // callbacks. Throws BadRequest naming the field (e.g. a prompt longer than the context).
 GenerationJob prepare_completion_job(CompletionRequest& request, bool chat, const Model& model,
                                      ChatTemplate chat_template, int64_t n_ctx);

@@ -6,7 +6,9 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/grammar/grammar_constraint.h"
 #include "core/model/routing_stats.h"
+#include "core/sampling/token_logprobs.h"
 #include "core/model/sequence_generator.h"
 
 namespace ember::server {
@@ -40,7 +42,9 @@ struct EngineWorker::Slot {
   // The running job (all empty when the slot is free).
   std::optional<GenerationJob> job;
   int64_t reuse = 0;  // prompt tokens the job takes from `cached`
+  int choice = 0;     // of job->choices
   std::optional<Sampler> sampler;
+  std::unique_ptr<grammar::GrammarConstraint> constraint;  // the job's grammar, if any
   std::optional<SequenceGenerator> seq;
   TokenSink sink;
   GenerationStats published;  // what of seq->stats() is already in the counters
@@ -296,9 +300,11 @@ void EngineWorker::finish_noexcept(Slot& slot, std::exception_ptr error) noexcep
     // may not have run; the connection then times out, which beats losing the engine.
     slot.seq.reset();
     slot.sampler.reset();
+    slot.constraint.reset();
     slot.sink = nullptr;
     slot.cached.clear();
     slot.ctx.reset();
+    slot.choice = 0;
     if (slot.job) {
       slot.job.reset();
       std::lock_guard lock(mu_);
@@ -353,7 +359,7 @@ size_t EngineWorker::pick_slot(const std::vector<int32_t>& prompt, int64_t& reus
 
 void EngineWorker::start(Slot& slot) {
   GenerationJob& job = *slot.job;
-  unpublished_.prompt_tokens += job.prompt.size();
+  if (slot.choice == 0) unpublished_.prompt_tokens += job.prompt.size();
   if (job.cancelled && job.cancelled->load()) return finish(slot, nullptr);
   try {
     slot.sampler.emplace(job.sampling, static_cast<int32_t>(model_->config().n_vocab));
@@ -366,6 +372,12 @@ void EngineWorker::start(Slot& slot) {
     so.stop = job.stop;
     so.cached_prompt_tokens = slot.reuse;
     so.prefill_chunk = std::max<int64_t>(1, options_.context.max_batch);  // as InferenceContext clamps it
+    if (job.grammar) {
+      if (!trie_) trie_ = grammar::TokenTrie::from_tokenizer(model_->tokenizer());
+      slot.constraint = std::make_unique<grammar::GrammarConstraint>(job.grammar, trie_);
+      so.constraint = slot.constraint.get();
+    }
+    if (job.top_logprobs >= 0) so.on_sampled = logprobs_reporter(slot);
     slot.seq.emplace(slot.ctx, *slot.sampler, job.prompt, so);
   } catch (...) {
     return finish(slot, std::current_exception());
@@ -382,6 +394,20 @@ void EngineWorker::start(Slot& slot) {
   };
 }
 
+std::function<void(int32_t, std::span<const float>)> EngineWorker::logprobs_reporter(Slot& slot) const {
+  const Tokenizer& tok = model_->tokenizer();
+  return [&slot, &tok](int32_t token, std::span<const float> logits) {
+    GenerationJob& job = *slot.job;
+    if (!job.on_logprobs) return;
+    const SampledLogprobs lp = token_logprobs(logits, token, job.top_logprobs);
+    TokenLogprobs out;
+    out.chosen = {tok.token_to_piece(lp.chosen.id), lp.chosen.logprob};
+    out.top.reserve(lp.top.size());
+    for (const TokenLogprob& t : lp.top) out.top.push_back({tok.token_to_piece(t.id), t.logprob});
+    job.on_logprobs(std::move(out));
+  };
+}
+
 void EngineWorker::step(Slot& slot) {
   GenerationJob& job = *slot.job;
   try {
@@ -393,8 +419,29 @@ void EngineWorker::step(Slot& slot) {
   } catch (...) {
     return finish(slot, std::current_exception());
   }
-  if (slot.seq->done()) return finish(slot, nullptr);
+  if (slot.seq->done()) {
+    const bool more = slot.choice + 1 < job.choices && slot.seq->stats().finish != FinishReason::Cancelled &&
+                      !(job.cancelled && job.cancelled->load());
+    return more ? next_choice(slot) : finish(slot, nullptr);
+  }
   account(slot);
+}
+
+void EngineWorker::next_choice(Slot& slot) {
+  GenerationJob& job = *slot.job;
+  const GenerationStats stats = slot.seq->stats();
+  account(slot);
+  slot.cached.resize(std::min(slot.cached.size(), static_cast<size_t>(slot.ctx.n_past())));
+  slot.seq.reset();
+  slot.sampler.reset();
+  slot.constraint.reset();
+  slot.sink = nullptr;
+  ++slot.choice;
+  job.sampling.seed += 1;
+  // The prompt is still in the cache, followed by the last choice's tokens; the last prompt token
+  // is evaluated again for its logits (as pick_slot does for any reuse).
+  slot.reuse = std::min(common_prefix(slot.cached, job.prompt), static_cast<int64_t>(job.prompt.size()) - 1);
+  if (job.on_choice_end) job.on_choice_end(stats);
 }
 
 void EngineWorker::account(Slot& slot) {
@@ -432,8 +479,10 @@ void EngineWorker::finish(Slot& slot, std::exception_ptr error) {
   }
   slot.seq.reset();
   slot.sampler.reset();
+  slot.constraint.reset();
   slot.sink = nullptr;
   slot.job.reset();
+  slot.choice = 0;
   {
     std::lock_guard lock(mu_);
     --active_;

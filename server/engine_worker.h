@@ -14,12 +14,15 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <string_view>
 #include <thread>
 #include <vector>
 
 #include "core/cache/cache_supervisor.h"
+#include "core/grammar/grammar.h"
+#include "core/grammar/token_trie.h"
 #include "core/kernels/thread_pool.h"
 #include "core/model/generator.h"
 #include "core/model/inference_context.h"
@@ -28,6 +31,17 @@
 
 namespace ember::server {
 
+// One generated token's log-probability and its most likely alternatives, as text (the token's
+// bytes, which may be part of a UTF-8 sequence).
+struct TokenAlternative {
+  std::string token;
+  float logprob = 0.0f;
+};
+struct TokenLogprobs {
+  TokenAlternative chosen;
+  std::vector<TokenAlternative> top;
+};
+
 struct GenerationJob {
   std::vector<int32_t> prompt;
   SamplingParams sampling;
@@ -35,11 +49,24 @@ struct GenerationJob {
   // Stop sequences: the generation ends (FinishReason::StopSequence) when the text contains one;
   // it and what follows are not sent to on_text.
   std::vector<std::string> stop;
+  // Constrained decoding: the output is a string of this grammar; null: unconstrained.
+  std::shared_ptr<const grammar::Grammar> grammar;
+  // Log-probabilities: -1 none; else every generated token's is passed to on_logprobs (before its
+  // text reaches on_text), with this many alternatives.
+  int top_logprobs = -1;
+  // n: choices generated one after another from the same prompt in the same slot, so the prompt is
+  // evaluated once (each later choice re-evaluates only its last token, whose logits start it);
+  // choice i samples with seed + i. Every callback below refers to the current choice;
+  // on_choice_end runs after each choice but the last, on_done after the last (or when one fails
+  // or is cancelled: the rest are not generated).
+  int choices = 1;
+  std::function<void(const GenerationStats& stats)> on_choice_end;
   // Set by the connection when its client went away; the generation then stops within one step
   // (a token or a prefill chunk) and its slot is freed; a queued job is dropped.
   std::shared_ptr<std::atomic<bool>> cancelled = std::make_shared<std::atomic<bool>>(false);
   // Both run on the engine thread and must only hand their data over (e.g. post to an executor).
   std::function<void(std::string_view text)> on_text;
+  std::function<void(TokenLogprobs logprobs)> on_logprobs;
   // Always called exactly once per accepted job; `error` is null on success. A job cancelled
   // before it started reports FinishReason::Cancelled with zero tokens.
   std::function<void(const GenerationStats& stats, std::exception_ptr error)> on_done;
@@ -149,6 +176,11 @@ class EngineWorker {
   size_t pick_slot(const std::vector<int32_t>& prompt, int64_t& reuse) const;
   void start(Slot& slot);
   void step(Slot& slot);
+  // The slot's choice ended normally and its job asks for more: hands its stats over and makes
+  // the slot start the next choice (next round) from the prompt already in its cache.
+  void next_choice(Slot& slot);
+  // The generator's on_sampled for a job that asked for log-probabilities.
+  std::function<void(int32_t, std::span<const float>)> logprobs_reporter(Slot& slot) const;
   void finish(Slot& slot, std::exception_ptr error);
   // Moves what the slot's generator did since the last call into unpublished_.
   void account(Slot& slot);
@@ -169,6 +201,9 @@ class EngineWorker {
   // Under a memory budget: the neuron cache's supervisor (re-plans, saved counts, its counters);
   // engine thread only once the thread runs. Null without a budget.
   std::unique_ptr<cache::CacheSupervisor> cache_;
+  // The vocabulary as a byte trie for constrained decoding: built on the engine thread by the first
+  // job with a grammar (tens of milliseconds), then shared by every such job.
+  std::shared_ptr<const grammar::TokenTrie> trie_;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

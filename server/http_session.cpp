@@ -254,17 +254,39 @@ void HttpSession<Protocol>::run_generation(EngineWorker& engine, GenerationJob j
         if (auto self = weak.lock()) self->guarded([&] { self->on_stream_text(t); });
       });
     };
+    // Posted before the token's text, so the text event carries it.
+    job.on_logprobs = [ex, weak](TokenLogprobs lp) {
+      net::post(ex, [weak, lp = std::move(lp)]() mutable {
+        if (auto self = weak.lock()) self->guarded([&] { self->events_->logprobs(std::move(lp)); });
+      });
+    };
+    job.on_choice_end = [ex, weak](const GenerationStats& stats) {
+      net::post(ex, [weak, stats] {
+        if (auto self = weak.lock()) self->guarded([&] { self->on_stream_choice_end(stats); });
+      });
+    };
     job.on_done = [ex, weak](const GenerationStats& stats, std::exception_ptr error) {
       net::post(ex, [weak, stats, error] {
         if (auto self = weak.lock()) self->guarded([&] { self->on_stream_done(stats, error); });
       });
     };
   } else {
-    auto text = std::make_shared<std::string>();  // written only by the engine thread until on_done
-    job.on_text = [text](std::string_view t) { text->append(t); };
-    job.on_done = [ex, weak, text](const GenerationStats& stats, std::exception_ptr error) {
-      net::post(ex, [weak, text, stats, error] {
-        if (auto self = weak.lock()) self->guarded([&] { self->on_generation_done(std::move(*text), stats, error); });
+    // Written only by the engine thread until on_done hands them over: the finished choices, then
+    // the current one at the back.
+    auto choices = std::make_shared<std::vector<ChoiceResult>>(1);
+    choices->reserve(static_cast<size_t>(std::max(1, job.choices)));
+    job.on_text = [choices](std::string_view t) { choices->back().text.append(t); };
+    job.on_logprobs = [choices](TokenLogprobs lp) { choices->back().logprobs.push_back(std::move(lp)); };
+    job.on_choice_end = [choices](const GenerationStats& stats) {
+      choices->back().stats = stats;
+      choices->emplace_back();
+    };
+    job.on_done = [ex, weak, choices](const GenerationStats& stats, std::exception_ptr error) {
+      choices->back().stats = stats;
+      net::post(ex, [weak, choices, error] {
+        if (auto self = weak.lock()) {
+          self->guarded([&] { self->on_generation_done(std::move(*choices), error); });
+        }
       });
     };
   }
@@ -317,7 +339,7 @@ void HttpSession<Protocol>::on_hangup_watch(beast::error_code ec) {
 }
 
 template <class Protocol>
-void HttpSession<Protocol>::on_generation_done(std::string text, GenerationStats stats, std::exception_ptr error) {
+void HttpSession<Protocol>::on_generation_done(std::vector<ChoiceResult> choices, std::exception_ptr error) {
   if (!awaiting_engine_) return;  // answered already (shutdown) or the connection was dropped
   awaiting_engine_ = false;
   if (watching_hangup_) {
@@ -327,7 +349,7 @@ void HttpSession<Protocol>::on_generation_done(std::string text, GenerationStats
   }
   request_timer_.cancel();
   cancel_.reset();
-  send(events_->whole_response(text, stats, error));
+  send(events_->whole_response(std::move(choices), error));
 }
 
 // ---- streams --------------------------------------------------------------------------------
@@ -361,6 +383,13 @@ void HttpSession<Protocol>::on_stream_text(const std::string& text) {
   sse_.push(events_->text(text));
   // A reader this far behind would make us buffer without bound: cut it off instead.
   if (sse_.backlog() > state_.options.max_stream_backlog_bytes) return drop_connection();
+  pump_stream();
+}
+
+template <class Protocol>
+void HttpSession<Protocol>::on_stream_choice_end(GenerationStats stats) {
+  if (!sse_.accepting()) return;  // ended already (cut off or shut down)
+  sse_.push(events_->choice_end(stats));
   pump_stream();
 }
 

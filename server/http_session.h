@@ -58,11 +58,12 @@ class HttpSession : public SessionBase,
   // unnoticed: watch the socket for end-of-stream while the engine works.
   void watch_for_hangup();
   void on_hangup_watch(boost::beast::error_code ec);
-  void on_generation_done(std::string text, GenerationStats stats, std::exception_ptr error);
+  void on_generation_done(std::vector<ChoiceResult> choices, std::exception_ptr error);
 
   // A streamed answer (the state lives in sse_).
   void start_stream();
   void on_stream_text(const std::string& text);
+  void on_stream_choice_end(GenerationStats stats);
   void on_stream_done(GenerationStats stats, std::exception_ptr error);
   void pump_stream();  // starts the next write the stream has due, or ends the stream when Done
   void on_stream_write(boost::beast::error_code ec, size_t bytes);

@@ -1,4 +1,5 @@
 #include "server/openai_api.h"
+#include "server/json_fields.h"
 
 #include <algorithm>
 #include <cmath>
@@ -42,10 +43,6 @@ int64_t integer_field(const json& j, const char* name, int64_t lo, int64_t hi) {
   return i;
 }
 
-bool present(const json& j, const char* name) {
-  auto it = j.find(name);
-  return it != j.end() && !it->is_null();  // OpenAI clients send explicit nulls for "default"
-}
 
 
 json parse_object(const std::string& body) {
@@ -55,7 +52,7 @@ json parse_object(const std::string& body) {
   return j;
 }
 
-void parse_common(const json& j, CompletionRequest& r, const RequestLimits& limits);
+void parse_common(const json& j, const std::string& body, CompletionRequest& r, const RequestLimits& limits);
 void parse_prompt(const json& p, CompletionRequest& r, const RequestLimits& limits);
 
 }  // namespace
@@ -65,7 +62,14 @@ CompletionRequest parse_completion_request(const std::string& body, const Reques
   CompletionRequest r;
   if (!present(j, "prompt")) throw BadRequest("'prompt' is required", "prompt");
   parse_prompt(j.at("prompt"), r, limits);
-  parse_common(j, r, limits);
+  parse_common(j, body, r, limits);
+  // A completion has no assistant message to carry calls in: a 400 rather than tools ignored.
+  if (present(j, "tools") && !(j.at("tools").is_array() && j.at("tools").empty())) {
+    throw BadRequest("'tools' is a /v1/chat/completions field", "tools");
+  }
+  if (present(j, "tool_choice") && j.at("tool_choice") != "none") {
+    throw BadRequest("'tool_choice' is a /v1/chat/completions field", "tool_choice");
+  }
   return r;
 }
 
@@ -87,8 +91,22 @@ CompletionRequest parse_chat_request(const std::string& body, const RequestLimit
       throw BadRequest("'" + where + ".role' must be a string", where + ".role");
     }
     ChatMessage msg{m.at("role").get<std::string>(), {}};
-    if (msg.role != "system" && msg.role != "developer" && msg.role != "user" && msg.role != "assistant") {
-      throw BadRequest("'" + where + ".role' must be system, developer, user or assistant", where + ".role");
+    if (msg.role != "system" && msg.role != "developer" && msg.role != "user" && msg.role != "assistant" &&
+        msg.role != "tool") {
+      throw BadRequest("'" + where + ".role' must be system, developer, user, assistant or tool", where + ".role");
+    }
+    if (msg.role == "assistant" && present(m, "tool_calls")) {
+      msg.tool_calls = parse_message_tool_calls(m.at("tool_calls"), where, limits.tools);
+      for (const ToolCall& c : msg.tool_calls) total += c.id.size() + c.name.size() + c.arguments.size();
+    }
+    if (msg.role == "tool") {
+      if (!present(m, "tool_call_id") || !m.at("tool_call_id").is_string()) {
+        throw BadRequest("'" + where + ".tool_call_id' must be the id of the call this is the result of",
+                         where + ".tool_call_id");
+      }
+      msg.tool_call_id = m.at("tool_call_id").get<std::string>();
+      if (present(m, "name") && m.at("name").is_string()) msg.name = m.at("name").get<std::string>();
+      total += msg.tool_call_id.size() + msg.name.size();
     }
     const json* content = m.contains("content") ? &m.at("content") : nullptr;
     if (!content || content->is_null()) {
@@ -117,7 +135,12 @@ CompletionRequest parse_chat_request(const std::string& body, const RequestLimit
     }
     r.messages.push_back(std::move(msg));
   }
-  parse_common(j, r, limits);
+  parse_common(j, body, r, limits);
+  r.tools = parse_tool_request(j, body, limits.tools);
+  // OpenAI's rule: alternatives are only listed for a request that asked for logprobs.
+  if (present(j, "top_logprobs") && r.top_logprobs < 0) {
+    throw BadRequest("'top_logprobs' needs 'logprobs': true", "top_logprobs");
+  }
   return r;
 }
 
@@ -219,30 +242,41 @@ void reject_unsupported(const json& j) {
   auto refuse = [](const std::string& field, const std::string& why) {
     throw BadRequest("'" + field + "' is not supported by this server yet (" + why + ")", field);
   };
-  if (present(j, "response_format")) {
-    const json& f = j.at("response_format");
-    const bool text = f.is_object() && f.contains("type") && f.at("type").is_string() &&
-                      f.at("type").get<std::string>() == "text";
-    if (!text) refuse("response_format", "only {\"type\":\"text\"}: no JSON mode or JSON schema");
+  if (present(j, "functions")) refuse("functions", "the deprecated function fields: use 'tools'");
+  if (present(j, "function_call") && j.at("function_call") != "none") {
+    refuse("function_call", "the deprecated function fields: use 'tool_choice'");
   }
-  if (present(j, "tools") && !(j.at("tools").is_array() && j.at("tools").empty())) refuse("tools", "no tool calls");
-  if (present(j, "tool_choice") && j.at("tool_choice") != "none") refuse("tool_choice", "no tool calls");
-  if (present(j, "functions")) refuse("functions", "no function calls");
-  if (present(j, "function_call") && j.at("function_call") != "none") refuse("function_call", "no function calls");
-  if (present(j, "logprobs") && j.at("logprobs") != false) refuse("logprobs", "no log-probabilities");
-  if (present(j, "top_logprobs") && j.at("top_logprobs") != 0) refuse("top_logprobs", "no log-probabilities");
   if (present(j, "n_probs") && j.at("n_probs") != 0) refuse("n_probs", "no log-probabilities");
   if (present(j, "echo") && j.at("echo") != false) refuse("echo", "the prompt is not repeated in the answer");
   if (present(j, "suffix") && j.at("suffix") != "") refuse("suffix", "no fill-in-the-middle");
   if (present(j, "best_of") && j.at("best_of") != 1) refuse("best_of", "one candidate per request");
-  if (present(j, "grammar")) refuse("grammar", "no constrained decoding");
-  if (present(j, "json_schema")) refuse("json_schema", "no constrained decoding");
   if (present(j, "audio")) refuse("audio", "text only");
   if (present(j, "modalities") && j.at("modalities") != json::array({"text"})) refuse("modalities", "text only");
 }
 
-void parse_common(const json& j, CompletionRequest& r, const RequestLimits& limits) {
+// chat: `logprobs` a boolean, `top_logprobs` 0..max; completions: `logprobs` 0..max alternatives.
+void parse_logprobs(const json& j, CompletionRequest& r, const RequestLimits& limits) {
+  const int max = limits.max_top_logprobs;
+  if (present(j, "logprobs")) {
+    const json& v = j.at("logprobs");
+    if (v.is_boolean()) {
+      if (v.get<bool>()) r.top_logprobs = 0;
+    } else if (v.is_number_integer()) {
+      r.top_logprobs = static_cast<int>(integer_field(j, "logprobs", 0, max));
+    } else {
+      throw BadRequest("'logprobs' must be a boolean (chat) or an integer (completions)", "logprobs");
+    }
+  }
+  if (present(j, "top_logprobs")) {
+    const int top = static_cast<int>(integer_field(j, "top_logprobs", 0, max));
+    if (r.top_logprobs >= 0) r.top_logprobs = top;
+  }
+}
+
+void parse_common(const json& j, const std::string& body, CompletionRequest& r, const RequestLimits& limits) {
   reject_unsupported(j);
+  r.grammar = parse_output_grammar(j, body, limits.output);
+  parse_logprobs(j, r, limits);
   if (present(j, "model") && !j.at("model").is_string()) throw BadRequest("'model' must be a string", "model");
   // max_completion_tokens is the newer name (both endpoints); max_tokens wins when both are sent,
   // but both must be valid.
@@ -291,13 +325,7 @@ void parse_common(const json& j, CompletionRequest& r, const RequestLimits& limi
       r.include_usage = so.at("include_usage").get<bool>();
     }
   }
-  if (present(j, "n")) {
-    const json& n = j.at("n");
-    if (!n.is_number_integer()) throw BadRequest("'n' must be an integer", "n");
-    if (n.is_number_unsigned() ? n.get<uint64_t>() != 1 : n.get<int64_t>() != 1) {
-      throw BadRequest("only n = 1 is supported (one choice per request)", "n");
-    }
-  }
+  if (present(j, "n")) r.n = static_cast<int>(integer_field(j, "n", 1, limits.max_choices));
   if (present(j, "stop")) parse_stop(j.at("stop"), r, limits);
   // `user` is accepted and ignored (it is only a label for the provider's abuse monitoring).
 }
@@ -315,14 +343,14 @@ const char* openai_finish_reason(FinishReason finish) {
 }
 
 json completion_response(const std::string& id, int64_t created, const std::string& model, const std::string& text,
-                         FinishReason finish, int64_t prompt_tokens, int64_t completion_tokens) {
+                         FinishReason finish, int64_t prompt_tokens, int64_t completion_tokens, const json& logprobs) {
   return json{{"id", id},
               {"object", "text_completion"},
               {"created", created},
               {"model", model},
               {"choices", json::array({json{{"text", text},
                                             {"index", 0},
-                                            {"logprobs", nullptr},
+                                            {"logprobs", logprobs},
                                             {"finish_reason", openai_finish_reason(finish)}}})},
               {"usage", json{{"prompt_tokens", prompt_tokens},
                              {"completion_tokens", completion_tokens},
@@ -330,8 +358,8 @@ json completion_response(const std::string& id, int64_t created, const std::stri
 }
 
 json completion_chunk(const std::string& id, int64_t created, const std::string& model, const std::string& text,
-                      std::optional<FinishReason> finish) {
-  json choice{{"text", text}, {"index", 0}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
+                      std::optional<FinishReason> finish, const json& logprobs) {
+  json choice{{"text", text}, {"index", 0}, {"logprobs", logprobs}, {"finish_reason", nullptr}};
   if (finish) choice["finish_reason"] = openai_finish_reason(*finish);
   return json{{"id", id},
               {"object", "text_completion"},
@@ -341,14 +369,14 @@ json completion_chunk(const std::string& id, int64_t created, const std::string&
 }
 
 json chat_response(const std::string& id, int64_t created, const std::string& model, const std::string& text,
-                   FinishReason finish, int64_t prompt_tokens, int64_t completion_tokens) {
+                   FinishReason finish, int64_t prompt_tokens, int64_t completion_tokens, const json& logprobs) {
   return json{{"id", id},
               {"object", "chat.completion"},
               {"created", created},
               {"model", model},
               {"choices", json::array({json{{"index", 0},
                                             {"message", json{{"role", "assistant"}, {"content", text}}},
-                                            {"logprobs", nullptr},
+                                            {"logprobs", logprobs},
                                             {"finish_reason", openai_finish_reason(finish)}}})},
               {"usage", json{{"prompt_tokens", prompt_tokens},
                              {"completion_tokens", completion_tokens},
@@ -356,17 +384,29 @@ json chat_response(const std::string& id, int64_t created, const std::string& mo
 }
 
 json chat_chunk(const std::string& id, int64_t created, const std::string& model, bool first,
-                const std::optional<std::string>& text, std::optional<FinishReason> finish) {
+                const std::optional<std::string>& text, std::optional<FinishReason> finish, const json& logprobs) {
   json delta = json::object();
   if (first) delta["role"] = "assistant";
   if (text) delta["content"] = *text;
-  json choice{{"index", 0}, {"delta", delta}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
+  json choice{{"index", 0}, {"delta", delta}, {"logprobs", logprobs}, {"finish_reason", nullptr}};
   if (finish) choice["finish_reason"] = openai_finish_reason(*finish);
   return json{{"id", id},
               {"object", "chat.completion.chunk"},
               {"created", created},
               {"model", model},
               {"choices", json::array({choice})}};
+}
+
+json tool_calls_json(const std::vector<ToolCall>& calls, size_t first_index, bool with_index) {
+  json out = json::array();
+  for (size_t i = 0; i < calls.size(); ++i) {
+    json call{{"id", calls[i].id},
+              {"type", "function"},
+              {"function", json{{"name", calls[i].name}, {"arguments", calls[i].arguments}}}};
+    if (with_index) call["index"] = first_index + i;
+    out.push_back(std::move(call));
+  }
+  return out;
 }
 
 json model_object(const std::string& id, int64_t created) {

@@ -27,7 +27,7 @@ struct BadValue : std::runtime_error {
 };
 
 // How an environment variable's text becomes JSON for the setting's own parser.
-enum class Kind { Int, Number, Bool, String, StringList };
+enum class Kind { Int, Number, Bool, BoolOrAuto, String, StringList };
 
 std::string shown(const json& v) {
   std::string s = v.dump();
@@ -47,6 +47,13 @@ int64_t int_in(const json& v, int64_t lo, int64_t hi) {
 
 bool boolean(const json& v) {
   if (!v.is_boolean()) throw BadValue("must be true or false, got " + shown(v));
+  return v.get<bool>();
+}
+
+// true, false, or "auto" (nullopt: the default the engine picks).
+std::optional<bool> boolean_or_auto(const json& v) {
+  if (v.is_string() && v.get<std::string>() == "auto") return std::nullopt;
+  if (!v.is_boolean()) throw BadValue("must be true, false or \"auto\", got " + shown(v));
   return v.get<bool>();
 }
 
@@ -250,8 +257,9 @@ constexpr Setting kSettings[] = {
     {"memory", "io_backend", "EMBER_IO_BACKEND", Kind::String,
      [](ServeConfig& c, const json& v) { c.io_backend = io_backend_value(v); },
      [](const ServeConfig& c) -> json { return c.io_backend; }},
-    {"memory", "prefetch", "EMBER_PREFETCH", Kind::Bool, [](ServeConfig& c, const json& v) { c.prefetch = boolean(v); },
-     [](const ServeConfig& c) -> json { return c.prefetch; }},
+    {"memory", "prefetch", "EMBER_PREFETCH", Kind::BoolOrAuto,
+     [](ServeConfig& c, const json& v) { c.prefetch = boolean_or_auto(v); },
+     [](const ServeConfig& c) -> json { return c.prefetch ? json(*c.prefetch) : json("auto"); }},
     {"memory", "activation_state", "EMBER_ACTIVATION_STATE", Kind::String,
      [](ServeConfig& c, const json& v) { c.activation_state = activation_state_value(v); },
      [](const ServeConfig& c) -> json { return c.activation_state ? json(*c.activation_state) : json(nullptr); }},
@@ -376,11 +384,14 @@ json env_value(Kind kind, const std::string& text) {
         throw BadValue("must be a number, got \"" + text + "\"");
       return x;
     }
-    case Kind::Bool: {
+    case Kind::Bool:
+    case Kind::BoolOrAuto: {
       const std::string t = lower(trim(text));
       if (t == "1" || t == "true" || t == "yes" || t == "on") return true;
       if (t == "0" || t == "false" || t == "no" || t == "off") return false;
-      throw BadValue("must be 1/0, true/false, yes/no or on/off, got \"" + text + "\"");
+      if (kind == Kind::BoolOrAuto && t == "auto") return "auto";
+      throw BadValue(std::string("must be 1/0, true/false, yes/no or on/off") +
+                     (kind == Kind::BoolOrAuto ? " or auto" : "") + ", got \"" + text + "\"");
     }
     case Kind::StringList: {
       json list = json::array();

@@ -41,7 +41,9 @@ struct ServeConfig {
   // "memory" section: a memory budget for neuron-bundle packs (core/cache/README.md).
   std::string memory_budget;          // SIZE ("2G", "512M") or "P%" of the model file; empty: all in RAM
   std::string io_backend = "auto";    // auto, uring, pread: how cold bundles are read
-  bool prefetch = true;               // read each layer's predicted bundles before its attention
+  // Read each layer's predicted bundles before its attention; unset ("auto"): the pack's default
+  // (on for dense packs, off for mixtures of experts: OffloadOptions::prefetch).
+  std::optional<bool> prefetch;
   // Where the live activation counts are saved at shutdown and read at start. nullopt: the default
   // place (activation_state_path()); "": not saved or loaded.
   std::optional<std::string> activation_state;

@@ -1,6 +1,8 @@
 // `ember bench`: prefill and decode speed of one model, in-process, medians over several runs.
 // Prints one JSON line with the same keys as bench/llamacpp's peer so scripts can put the two side
-// by side. The prompt is synthetic (fixed ids): speed does not depend on the text.
+// by side. The prompt is synthetic (fixed ids) unless --prompt-file gives a text: dense speed does
+// not depend on the text, but a sparse model's does (which neurons and experts fire), and a hot set
+// chosen on one text must be measured on another.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -15,6 +17,7 @@
 #include "core/sampling/sampler.h"
 #include "tools/model_options.h"
 #include "tools/offload_report.h"
+#include "tools/read_text_file.h"
 #include "tools/sparse_report.h"
 #include "tools/subcommands.h"
 
@@ -24,6 +27,7 @@ namespace {
 struct BenchOptions {
   ModelOptions model;
   int64_t prompt_tokens = 512;
+  std::string prompt_file;  // empty: the synthetic prompt
   int64_t gen_tokens = 64;
   int runs = 3;
   bool json = false;
@@ -49,6 +53,20 @@ std::vector<int32_t> synthetic_prompt(const Tokenizer& tok, int64_t n) {
   return ids;
 }
 
+// The first n tokens of a text file (BOS first when the model adds one, as `ember run` encodes a
+// prompt); peer_bench --prompt-file cuts the same text the same way. A text shorter than n tokens
+// is an error: the prompt length is part of what is measured.
+std::vector<int32_t> text_prompt(const Tokenizer& tok, const std::string& path, int64_t n) {
+  const std::string text = read_text_file(path, "prompt file");
+  std::vector<int32_t> ids = tok.encode(text, /*add_special=*/true, /*parse_special=*/false);
+  if (static_cast<int64_t>(ids.size()) < n) {
+    throw std::runtime_error("the prompt file '" + path + "' has " + std::to_string(ids.size()) +
+                             " tokens, fewer than --prompt-tokens " + std::to_string(n));
+  }
+  ids.resize(static_cast<size_t>(n));
+  return ids;
+}
+
 int bench(const BenchOptions& o) {
   using Clock = std::chrono::steady_clock;
   ThreadPool pool(o.model.threads);
@@ -63,7 +81,9 @@ int bench(const BenchOptions& o) {
   SamplingParams greedy;
   greedy.temperature = 0.0f;
   Sampler sampler(greedy, static_cast<int32_t>(model->config().n_vocab));
-  const std::vector<int32_t> prompt = synthetic_prompt(model->tokenizer(), o.prompt_tokens);
+  const std::vector<int32_t> prompt = o.prompt_file.empty()
+                                           ? synthetic_prompt(model->tokenizer(), o.prompt_tokens)
+                                           : text_prompt(model->tokenizer(), o.prompt_file, o.prompt_tokens);
 
   std::vector<double> prefill, decode;
   // Neuron-cache counters of the measured runs, prefill and decode apart (--stats-json).
@@ -110,6 +130,7 @@ int bench(const BenchOptions& o) {
       {"threads", pool.size()},
       {"kernels", kernel_set_name(active_kernel_set())},
       {"prompt_tokens", static_cast<int64_t>(prompt.size())},
+      {"prompt", o.prompt_file.empty() ? std::string("synthetic") : o.prompt_file},
       {"gen_tokens", o.gen_tokens},
       {"runs", o.runs},
       {"prefill_tokens_per_s", median(prefill)},
@@ -152,6 +173,9 @@ void register_bench(CLI::App& app, int& exit_code) {
                   "Write speed, memory and neuron-cache statistics of the measured runs as JSON to FILE");
   sub->add_option("--prompt-tokens", o->prompt_tokens, "Prompt length for the prefill measurement (default 512)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  sub->add_option("--prompt-file", o->prompt_file,
+                  "Prompt from this text file, cut to --prompt-tokens tokens (default: a fixed spread of token ids)")
+      ->check(CLI::ExistingFile);
   sub->add_option("--gen-tokens", o->gen_tokens, "Tokens decoded one at a time (default 64)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   sub->add_option("--runs", o->runs, "Measured runs after one warm-up (default 3)")->check(CLI::Range(1, 1000));

@@ -69,7 +69,8 @@ void apply_flags(server::ServeConfig& config, const CLI::App& sub, const ServeFl
   set("--sparse-stats", "sparse", "stats", m.sparse_stats);
   set("--memory-budget", "memory", "budget", m.memory_budget);
   set("--io-backend", "memory", "io_backend", m.io_backend);
-  set("--no-prefetch", "memory", "prefetch", !m.no_prefetch);
+  set("--no-prefetch", "memory", "prefetch", false);
+  set("--prefetch", "memory", "prefetch", true);
   set("--activation-state", "memory", "activation_state", f.activation_state);
   set("--replan-tokens", "memory", "replan_tokens", f.replan_tokens);
   set("--host", "server", "host", f.host);
@@ -138,7 +139,8 @@ int serve(const server::ServeConfig& config) {
   model.profile_path = config.sparse_profile;
   model.memory_budget = config.memory_budget;
   model.io_backend = config.io_backend;
-  model.no_prefetch = !config.prefetch;
+  model.no_prefetch = config.prefetch == false;
+  model.force_prefetch = config.prefetch == true;
   if (!model.profile_path.empty()) {
     // Read it now, before binding and loading the model, so a bad file fails fast; its shape is
     // checked against the model once that is loaded.

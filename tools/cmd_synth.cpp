@@ -26,6 +26,7 @@ void register_synth(CLI::App& app, int& exit_code) {
     int64_t predictor_rank = 0;
     std::string predictor_type = "F16";
     bool down_transposed = false;
+    int64_t layers = 0;
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* sub = app.add_subcommand("synth", "Write a deterministic synthetic llama GGUF model");
@@ -59,6 +60,11 @@ void register_synth(CLI::App& app, int& exit_code) {
   sub->add_flag("--down-transposed", flags->down_transposed,
                 "Also write blk.N.ffn_down_t.weight (the down projection with one row per neuron); relu/drelu "
                 "MoE presets always write ffn_down_t_exps in place of ffn_down_exps");
+  sub->add_option("--layers", flags->layers,
+                  "Layers (0: the preset's): the preset's shape with N layers, for experiments whose per-layer "
+                  "work must be the full shape's on less disk and time")
+      ->check(CLI::Range(int64_t{0}, int64_t{1024}))
+      ->capture_default_str();
   sub->add_flag("-q,--quiet", flags->quiet, "Print only the final summary line (progress goes to a terminal only)");
   sub->callback([flags, &exit_code] {
     const auto type = parse_type_name(flags->type);
@@ -74,6 +80,7 @@ void register_synth(CLI::App& app, int& exit_code) {
     if (!predictor_type) throw CLI::ValidationError("--predictor-type", "unknown type " + flags->predictor_type);
     options.predictor_type = *predictor_type;
     options.down_transposed = flags->down_transposed;
+    options.n_layers = flags->layers;
     options.preset = flags->preset;
     options.type = *type;
     options.output_path = flags->output;

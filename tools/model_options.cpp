@@ -59,9 +59,14 @@ void ModelOptions::add_memory_to(CLI::App& sub) {
   sub.add_option("--io-backend", io_backend, "How cold bundles are read under --memory-budget: auto (io_uring, "
                                              "else a pread pool), uring, pread (default auto)")
       ->check(CLI::IsMember({"auto", "uring", "io_uring", "pread"}));
-  sub.add_flag("--no-prefetch", no_prefetch,
-               "Under --memory-budget: do not start reading each layer's predicted bundles before its attention "
-               "(saves one predictor evaluation per layer and the reads of mispredicted bundles)");
+  CLI::Option* off = sub.add_flag("--no-prefetch", no_prefetch,
+                                  "Under --memory-budget: do not start reading each layer's predicted bundles before "
+                                  "its attention (saves one predictor evaluation per layer and the reads of "
+                                  "mispredicted bundles)");
+  sub.add_flag("--prefetch", force_prefetch,
+               "Under --memory-budget: do read each layer's predicted bundles before its attention (default: on for "
+               "dense packs, off for mixtures of experts)")
+      ->excludes(off);
 }
 
 std::string ModelOptions::resolve_model_path() const {
@@ -80,7 +85,8 @@ ModelLoadOptions ModelOptions::load_options(const std::string& path) const {
   if (!io::parse_io_backend(io_backend, &o.offload.backend)) {
     throw CLI::ValidationError("--io-backend", "unknown backend '" + io_backend + "' (auto, uring, pread)");
   }
-  o.offload.prefetch = !no_prefetch;
+  if (no_prefetch) o.offload.prefetch = false;
+  if (force_prefetch) o.offload.prefetch = true;
   if (!memory_budget.empty()) {
     std::error_code ec;
     const auto file_bytes = std::filesystem::file_size(path, ec);

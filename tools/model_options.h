@@ -21,7 +21,8 @@ struct ModelOptions {
   // Memory budget: --memory-budget SIZE|P% (packs only) and --io-backend auto|uring|pread.
   std::string memory_budget;
   std::string io_backend = "auto";
-  bool no_prefetch = false;  // --no-prefetch: OffloadOptions::prefetch off
+  bool no_prefetch = false;     // --no-prefetch: OffloadOptions::prefetch off
+  bool force_prefetch = false;  // --prefetch: on (neither: the pack's default)
 
   // Sparse FFN for decode steps (core/sparse): --sparse MODE, --sparse-threshold, --sparsity.
   std::string sparse_mode = "dense";
@@ -35,7 +36,7 @@ struct ModelOptions {
   void add_to(CLI::App& sub);
   // The sparse-FFN flags (run, bench); context_options() applies them.
   void add_sparse_to(CLI::App& sub);
-  // --memory-budget, --io-backend and --no-prefetch (run, bench, serve).
+  // --memory-budget, --io-backend, --prefetch and --no-prefetch (run, bench, serve).
   void add_memory_to(CLI::App& sub);
   // model_path, or the built-in demo model (created on first use) when none was given.
   std::string resolve_model_path() const;

@@ -1,6 +1,6 @@
 #pragma once
-// Whole text files for the commands: reading -f (run, profile, eval) and writing reports; the
-// error names the file and what it was for.
+// Whole text files for the commands: reading -f (run, profile, eval) and bench --prompt-file,
+// writing reports; the error names the file and what it was for.
 #include <string>
 
 namespace ember::cli {

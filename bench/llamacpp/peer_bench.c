@@ -5,6 +5,7 @@
 // compared with one fixed, reproducible build of its peer.
 //
 //   peer_bench bench  -m MODEL [-t THREADS] [-p 512] [-n 64] [-r 1] [--no-repack] [--mmap|--no-mmap]
+//                     [--prompt-file TEXT_FILE]
 //   peer_bench greedy -m MODEL [-t THREADS] [-n 32] -p "prompt text"
 //
 // Each mode prints exactly one JSON line on stdout; llama.cpp's own log goes to
@@ -34,6 +35,7 @@ struct peer_options {
     enum peer_mode mode;
     const char * model_path;
     const char * prompt_text;  // greedy only
+    const char * prompt_file;  // bench only: NULL for the synthetic prompt
     int threads;
     int prompt_tokens;         // bench only
     int gen_tokens;
@@ -46,7 +48,8 @@ struct peer_options {
 static void usage(void) {
     fprintf(stderr,
         "usage:\n"
-        "  peer_bench bench  -m MODEL [-t THREADS] [-p PROMPT_TOKENS] [-n GEN_TOKENS] [-r RUNS] [--no-repack] [--mmap|--no-mmap] [-v]\n"
+        "  peer_bench bench  -m MODEL [-t THREADS] [-p PROMPT_TOKENS] [-n GEN_TOKENS] [-r RUNS] [--no-repack] [--mmap|--no-mmap]\n"
+        "                    [--prompt-file TEXT_FILE] [-v]\n"
         "  peer_bench greedy -m MODEL [-t THREADS] [-n GEN_TOKENS] -p \"prompt text\" [-v]\n"
         "env: EMBER_LLAMACPP_LIBDIR overrides the directory the ggml CPU backends are loaded from\n");
 }
@@ -79,6 +82,7 @@ static bool parse_options(int argc, char ** argv, struct peer_options * opt) {
     }
     opt->model_path = NULL;
     opt->prompt_text = NULL;
+    opt->prompt_file = NULL;
     opt->threads = 2;
     opt->prompt_tokens = 512;
     opt->gen_tokens = opt->mode == MODE_BENCH ? 64 : 32;
@@ -98,6 +102,8 @@ static bool parse_options(int argc, char ** argv, struct peer_options * opt) {
             opt->mmap = false;
         } else if (strcmp(arg, "-v") == 0) {
             opt->verbose = true;
+        } else if (strcmp(arg, "--prompt-file") == 0 && has_value && opt->mode == MODE_BENCH) {
+            opt->prompt_file = argv[++i];
         } else if (strcmp(arg, "-m") == 0 && has_value) {
             opt->model_path = argv[++i];
         } else if (strcmp(arg, "-t") == 0 && has_value) {
@@ -268,6 +274,54 @@ static void fill_synthetic_prompt(llama_token * ids, int32_t n, int32_t n_vocab,
     }
 }
 
+static int32_t tokenize_prompt(const struct peer_session * s, const char * text, llama_token ** out);
+
+// The first n tokens of a text file, tokenized as `ember bench --prompt-file` does (BOS first when
+// the model adds one, no special-token parsing), into ids. A shorter text is an error: the prompt
+// length is part of what is measured.
+static bool fill_text_prompt(const struct peer_session * s, const char * path, llama_token * ids, int32_t n) {
+    FILE * f = fopen(path, "rb");
+    if (f == NULL) {
+        fprintf(stderr, "peer_bench: cannot read the prompt file '%s'\n", path);
+        return false;
+    }
+    size_t cap = 1 << 16, len = 0;
+    char * text = malloc(cap + 1);
+    while (text != NULL) {
+        len += fread(text + len, 1, cap - len, f);
+        if (len < cap) {
+            break;
+        }
+        char * bigger = realloc(text, 2 * cap + 1);
+        if (bigger == NULL) {
+            free(text);
+            text = NULL;
+            break;
+        }
+        text = bigger;
+        cap *= 2;
+    }
+    const bool read_error = ferror(f) != 0;
+    fclose(f);
+    if (text == NULL || read_error) {
+        fprintf(stderr, "peer_bench: could not read the prompt file '%s'\n", path);
+        free(text);
+        return false;
+    }
+    text[len] = '\0';
+    llama_token * all = NULL;
+    const int32_t got = tokenize_prompt(s, text, &all);
+    free(text);
+    if (got < n) {
+        fprintf(stderr, "peer_bench: the prompt file '%s' has %d tokens, fewer than -p %d\n", path, got, n);
+        free(all);
+        return false;
+    }
+    memcpy(ids, all, sizeof(llama_token) * (size_t) n);
+    free(all);
+    return true;
+}
+
 // One prefill of the whole prompt as a single batch, then gen_tokens greedy decode steps of
 // one token each. Decode time includes picking the next token, as in `ember bench`.
 static bool timed_run(struct peer_session * s, const struct peer_options * opt,
@@ -325,7 +379,11 @@ static int run_bench(const struct peer_options * opt) {
         fprintf(stderr, "peer_bench: out of memory for the prompt\n");
         goto done;
     }
-    fill_synthetic_prompt(prompt, opt->prompt_tokens, s.n_vocab, llama_vocab_bos(s.vocab));
+    if (opt->prompt_file == NULL) {
+        fill_synthetic_prompt(prompt, opt->prompt_tokens, s.n_vocab, llama_vocab_bos(s.vocab));
+    } else if (!fill_text_prompt(&s, opt->prompt_file, prompt, opt->prompt_tokens)) {
+        goto done;
+    }
 
     // Warm-up: a full-size prefill and one decode step touch the weights, the KV cache and
     // the compute buffers of both graph shapes, so the timed runs pay no first-use costs.
@@ -345,6 +403,8 @@ static int run_bench(const struct peer_options * opt) {
 
     printf("{\"engine\":\"llama.cpp\",\"model\":");
     print_json_string(opt->model_path);
+    printf(",\"prompt\":");
+    print_json_string(opt->prompt_file != NULL ? opt->prompt_file : "synthetic");
     printf(",\"threads\":%d,\"prompt_tokens\":%d,\"gen_tokens\":%d,\"runs\":%d"
            ",\"prefill_tokens_per_s\":%.3f,\"decode_tokens_per_s\":%.3f,\"prefill_runs\":",
            opt->threads, opt->prompt_tokens, opt->gen_tokens, opt->runs,

@@ -44,7 +44,7 @@ BundleFetcher::BundleFetcher(NeuronCache& cache, io::BatchReader& reader, const 
   uint64_t staging = options.staging_bytes;
   if (staging == 0) {
     const uint64_t per_bundle = align_up(max_bundle, kStagingAlignment) + kStagingAlignment + options.max_gap_bytes;
-    staging = std::min(kDefaultStagingCap, per_bundle * options.max_active);
+    staging = std::min(kDefaultStagingCap, per_bundle * options.max_active * std::max<uint32_t>(1, options.max_prefetch_layers));
     staging = std::max(staging, largest_read);
   }
   if (staging < largest_read) {
@@ -53,18 +53,23 @@ BundleFetcher::BundleFetcher(NeuronCache& cache, io::BatchReader& reader, const 
   }
   staging_ = io::AlignedBuffer(align_up(staging, kStagingAlignment), kStagingAlignment);
 
+  if (options.max_prefetch_layers == 0) throw std::invalid_argument("bundle fetcher: max_prefetch_layers must be > 0");
   const size_t n = options.max_active;
+  // A prefetch may list max_active bundles for each of its layers.
+  const size_t n_any = n * options.max_prefetch_layers;
   resident_.resize(n);
   arrivals_.resize(n);
-  missing_.resize(n);
-  extents_.resize(n);
-  reads_.resize(n);
-  placements_.resize(n);
-  read_first_.resize(n + 1);
-  read_staging_.resize(n);
-  requests_.resize(n);
+  missing_.resize(n_any);
+  extents_.resize(n_any);
+  reads_.resize(n_any);
+  placements_.resize(n_any);
+  read_first_.resize(n_any + 1);
+  read_staging_.resize(n_any);
+  requests_.resize(n_any);
   completions_.resize(std::max<size_t>(reader.capacity(), 1));
-  prefetched_.resize(n);
+  prefetch_layers_.resize(options.max_prefetch_layers);
+  prefetched_.resize(n_any);
+  prefetched_counted_.resize(n_any);
   failure_.reserve(256);
 
   if (options.register_staging) {
@@ -116,25 +121,29 @@ void BundleFetcher::begin(uint32_t layer, std::span<const int32_t> active, uint6
   const CacheLayerShape& shape = check_request(layer, active, tensor_offset);
 
   ++stats_.fetches;
-  layer_ = layer;
   bundle_bytes_ = shape.bundle_bytes;
   n_resident_ = n_missing_ = n_reads_ = 0;
   next_read_ = in_flight_ = 0;
   failed_ = false;
   prefetching_ = false;
-  const bool count_prefetched = n_prefetched_ > 0 && prefetched_layer_ == layer;
+  const auto prefetched_end = prefetched_.begin() + static_cast<std::ptrdiff_t>(n_prefetched_);
   for (size_t i = 0; i < active.size(); ++i) {
     const uint32_t neuron = static_cast<uint32_t>(active[i]);
     if (const uint8_t* data = cache_.find(layer, neuron)) {
       resident_[n_resident_++] = FetchedBundle{static_cast<uint32_t>(i), neuron, data};
-      if (count_prefetched && std::binary_search(prefetched_.begin(), prefetched_.begin() + n_prefetched_, neuron)) {
-        ++stats_.prefetched_used;
+      if (n_prefetched_ > 0) {
+        const auto it = std::lower_bound(prefetched_.begin(), prefetched_end, bundle_key(layer, neuron));
+        if (it != prefetched_end && *it == bundle_key(layer, neuron)) {
+          uint8_t& counted = prefetched_counted_[static_cast<size_t>(it - prefetched_.begin())];
+          stats_.prefetched_used += counted == 0;
+          counted = 1;
+        }
       }
     } else {
-      missing_[n_missing_++] = Missing{neuron, static_cast<uint32_t>(i), nullptr, false};
+      const uint64_t offset = tensor_offset + static_cast<uint64_t>(neuron) * shape.bundle_bytes;
+      missing_[n_missing_++] = Missing{layer, neuron, static_cast<uint32_t>(i), offset, nullptr, false};
     }
   }
-  n_prefetched_ = 0;  // a prefetch counts for the next fetch only
   stats_.bundles_resident += n_resident_;
   if (n_missing_ == 0) return;
 
@@ -162,7 +171,7 @@ void BundleFetcher::begin(uint32_t layer, std::span<const int32_t> active, uint6
     }
   }
   try {
-    plan_reads(tensor_offset);
+    plan_reads();
     submit_window();
   } catch (...) {
     abandon_unsettled();
@@ -171,41 +180,48 @@ void BundleFetcher::begin(uint32_t layer, std::span<const int32_t> active, uint6
   }
 }
 
-void BundleFetcher::prefetch(uint32_t layer, std::span<const int32_t> predicted, uint64_t tensor_offset) {
+void BundleFetcher::prefetch(std::span<const PrefetchRequest> requests) {
   if (prefetch_in_flight()) finish_prefetch();
   if (active_) cancel();
-  const CacheLayerShape& shape = check_request(layer, predicted, tensor_offset);
-  layer_ = layer;
-  bundle_bytes_ = shape.bundle_bytes;
+  if (requests.size() > prefetch_layers_.size()) {
+    throw std::invalid_argument("bundle fetcher: a prefetch of " + std::to_string(requests.size()) +
+                                " layers exceeds max_prefetch_layers " + std::to_string(prefetch_layers_.size()));
+  }
+  for (size_t r = 0; r < requests.size(); ++r) {
+    const CacheLayerShape& shape = check_request(requests[r].layer, requests[r].predicted, requests[r].tensor_offset);
+    if (r == 0) bundle_bytes_ = shape.bundle_bytes;
+    if (shape.bundle_bytes != bundle_bytes_) {
+      throw std::invalid_argument("bundle fetcher: a prefetch's layers must share one bundle size (layer " +
+                                  std::to_string(requests[r].layer) + ")");
+    }
+    for (size_t q = 0; q < r; ++q) {
+      if (requests[q].layer == requests[r].layer) {
+        throw std::invalid_argument("bundle fetcher: layer " + std::to_string(requests[r].layer) +
+                                    " is listed twice in one prefetch");
+      }
+    }
+  }
   n_resident_ = n_missing_ = n_reads_ = n_arrivals_ = 0;
   next_read_ = in_flight_ = 0;
   failed_ = false;
-  n_prefetched_ = 0;
-  for (size_t i = 0; i < predicted.size(); ++i) {
-    const uint32_t neuron = static_cast<uint32_t>(predicted[i]);
-    // peek: a prediction is not a use (no hit counted, no reference bit, no pin).
-    if (cache_.peek(layer, neuron) == nullptr) missing_[n_missing_++] = Missing{neuron, static_cast<uint32_t>(i), nullptr, false};
+  n_prefetched_ = 0;  // the last prefetch's bundles count no more
+  n_prefetch_layers_ = 0;
+  for (const PrefetchRequest& request : requests) {
+    prefetch_layers_[n_prefetch_layers_++] = request.layer;
+    const size_t claimed = claim_prefetch(request, n_missing_);
+    const bool out_of_slots = claimed < n_missing_;
+    n_missing_ = claimed;
+    if (out_of_slots) break;
   }
   if (n_missing_ == 0) return;
-  // Lowest bundle numbers first: the pack orders each layer's neurons by activation frequency, so
-  // when slots run out the likeliest ones have been claimed.
-  std::sort(missing_.begin(), missing_.begin() + n_missing_,
-            [](const Missing& a, const Missing& b) { return a.neuron < b.neuron; });
-  size_t kept = 0;
-  for (size_t i = 0; i < n_missing_; ++i) {
-    if (i > 0 && missing_[i].neuron == missing_[i - 1].neuron) continue;  // a duplicate: read once
-    missing_[kept] = missing_[i];
-    missing_[kept].slot = cache_.claim(layer, missing_[kept].neuron);
-    if (missing_[kept].slot == nullptr) break;  // every slot is pinned or pending: read what we have
-    ++kept;
-  }
-  n_missing_ = kept;
-  if (n_missing_ == 0) return;
+  // File order for coalescing: neighbouring bundles merge, across layers too.
+  std::sort(missing_.begin(), missing_.begin() + static_cast<std::ptrdiff_t>(n_missing_),
+            [](const Missing& a, const Missing& b) { return a.offset < b.offset; });
   ++stats_.prefetches;
   active_ = true;
   prefetching_ = true;
   try {
-    plan_reads(tensor_offset);
+    plan_reads();
     submit_window();
   } catch (const std::invalid_argument&) {
     abandon_unsettled();
@@ -220,12 +236,39 @@ void BundleFetcher::prefetch(uint32_t layer, std::span<const int32_t> predicted,
   // One window only: the claims of reads that did not fit are given back now.
   for (size_t r = next_read_; r < n_reads_; ++r) {
     for (uint32_t i = read_first_[r]; i < read_first_[r + 1]; ++i) {
-      cache_.abandon(layer_, missing_[i].neuron);
+      cache_.abandon(missing_[i].layer, missing_[i].neuron);
       missing_[i].settled = true;
     }
   }
   n_reads_ = next_read_;
   if (in_flight_ == 0) active_ = prefetching_ = false;
+}
+
+// Appends the request's bundles that are neither resident nor already being read to missing_ from
+// `first` on, each with a claimed slot; returns the new end. Fewer than it listed means the cache
+// ran out of free slots (the caller stops there).
+size_t BundleFetcher::claim_prefetch(const PrefetchRequest& request, size_t first) {
+  size_t end = first;
+  for (size_t i = 0; i < request.predicted.size(); ++i) {
+    const uint32_t neuron = static_cast<uint32_t>(request.predicted[i]);
+    // peek: a prediction is not a use (no hit counted, no reference bit, no pin).
+    if (cache_.peek(request.layer, neuron) != nullptr) continue;
+    const uint64_t offset = request.tensor_offset + static_cast<uint64_t>(neuron) * bundle_bytes_;
+    missing_[end++] = Missing{request.layer, neuron, static_cast<uint32_t>(i), offset, nullptr, false};
+  }
+  // Lowest bundle numbers first: the pack orders each layer's neurons by activation frequency, so
+  // when slots run out the likeliest ones have been claimed.
+  std::sort(missing_.begin() + static_cast<std::ptrdiff_t>(first), missing_.begin() + static_cast<std::ptrdiff_t>(end),
+            [](const Missing& a, const Missing& b) { return a.neuron < b.neuron; });
+  size_t kept = first;
+  for (size_t i = first; i < end; ++i) {
+    if (i > first && missing_[i].neuron == missing_[i - 1].neuron) continue;  // a duplicate: read once
+    missing_[kept] = missing_[i];
+    missing_[kept].slot = cache_.claim(request.layer, missing_[kept].neuron);
+    if (missing_[kept].slot == nullptr) return kept;  // every slot is pinned or pending: read what we have
+    ++kept;
+  }
+  return kept;
 }
 
 void BundleFetcher::finish_prefetch() {
@@ -237,22 +280,23 @@ void BundleFetcher::finish_prefetch() {
   // Submit -> drained: an upper bound on the time the reads were outstanding (they may have
   // landed during the attention), so the throughput derived from busy_ns stays a lower bound.
   stats_.busy_ns += static_cast<uint64_t>(t1 - window_start_ns_);
-  // What arrived, for prefetched_used (missing_ is sorted by neuron).
+  // What arrived, for prefetched_used.
   n_prefetched_ = 0;
   for (size_t i = 0; i < n_missing_; ++i) {
-    if (cache_.peek(layer_, missing_[i].neuron) != nullptr) prefetched_[n_prefetched_++] = missing_[i].neuron;
+    const Missing& m = missing_[i];
+    if (cache_.peek(m.layer, m.neuron) != nullptr) prefetched_[n_prefetched_++] = bundle_key(m.layer, m.neuron);
   }
-  prefetched_layer_ = layer_;
+  std::sort(prefetched_.begin(), prefetched_.begin() + static_cast<std::ptrdiff_t>(n_prefetched_));
+  std::fill(prefetched_counted_.begin(), prefetched_counted_.begin() + static_cast<std::ptrdiff_t>(n_prefetched_), 0);
+  n_prefetch_layers_ = 0;
   stats_.prefetched_bundles += n_prefetched_;
   if (failed_) ++stats_.prefetch_failed_reads;
   failed_ = false;
   active_ = prefetching_ = false;
 }
 
-void BundleFetcher::plan_reads(uint64_t tensor_offset) {
-  for (size_t i = 0; i < n_missing_; ++i) {
-    extents_[i] = io::Extent{tensor_offset + static_cast<uint64_t>(missing_[i].neuron) * bundle_bytes_, bundle_bytes_};
-  }
+void BundleFetcher::plan_reads() {
+  for (size_t i = 0; i < n_missing_; ++i) extents_[i] = io::Extent{missing_[i].offset, bundle_bytes_};
   io::CoalesceOptions co;
   co.file_size = file_.size();
   co.alignment = static_cast<uint32_t>(file_.alignment());
@@ -321,12 +365,13 @@ void BundleFetcher::settle_read(const io::ReadCompletion& c) {
   if (!ok) {
     ++stats_.failed_reads;
     for (uint32_t i = first; i < last; ++i) {
-      cache_.abandon(layer_, missing_[i].neuron);
+      cache_.abandon(missing_[i].layer, missing_[i].neuron);
       missing_[i].settled = true;
     }
     if (!failed_) {
       failed_ = true;
-      failure_ = "bundle fetch of layer " + std::to_string(layer_) + ": " + io::describe_failure(file_.path(), failure);
+      failure_ = "bundle fetch of layer " + std::to_string(missing_[first].layer) + ": " +
+                 io::describe_failure(file_.path(), failure);
     }
     return;
   }
@@ -335,7 +380,7 @@ void BundleFetcher::settle_read(const io::ReadCompletion& c) {
   for (uint32_t i = first; i < last; ++i) {
     Missing& m = missing_[i];
     std::memcpy(m.slot, base + placements_[i].offset_in_read, bundle_bytes_);
-    const uint8_t* data = cache_.commit(layer_, m.neuron);
+    const uint8_t* data = cache_.commit(m.layer, m.neuron);
     m.settled = true;
     ++stats_.bundles_read;
     stats_.bytes_wanted += bundle_bytes_;
@@ -395,7 +440,7 @@ void BundleFetcher::fail_after_drain() {
 void BundleFetcher::abandon_unsettled() {
   for (size_t i = 0; i < n_missing_; ++i) {
     Missing& m = missing_[i];
-    if (!m.settled && m.slot != nullptr) cache_.abandon(layer_, m.neuron);
+    if (!m.settled && m.slot != nullptr) cache_.abandon(m.layer, m.neuron);
     m.settled = true;
   }
 }

@@ -18,6 +18,7 @@
 // Everything is preallocated at construction for `max_active` neurons: a fetch allocates nothing
 // (except the message of an error). Not thread-safe; the reader must not be used by anyone else
 // while a fetch is in progress.
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <span>
@@ -40,12 +41,22 @@ struct BundleFetcherOptions {
   uint32_t max_active = 0;              // most neurons in one fetch (> 0)
   uint32_t max_read_bytes = 128 << 10;  // coalescing stops here (io::CoalesceOptions)
   uint32_t max_gap_bytes = 0;           // unwanted bytes a merged read may bridge
-  // Staging buffer bytes; 0: room for max_active missing bundles in one window, capped at 16 MiB
-  // (and never below the largest single read).
+  // Staging buffer bytes; 0: room for max_active missing bundles of each of max_prefetch_layers
+  // layers in one window, capped at 16 MiB (and never below the largest single read).
   uint64_t staging_bytes = 0;
   // Register the staging buffer as the reader's arena (io_uring fixed buffers: no page pinning per
   // read). A refusal (RLIMIT_MEMLOCK) is not an error: warning() says so.
   bool register_staging = true;
+  // Most layers one prefetch() may read ahead for (a mixture of experts reads every routed expert's
+  // predicted bundles at once; each expert is a layer of the cache). Sizes the per-fetch lists.
+  uint32_t max_prefetch_layers = 1;
+};
+
+// One layer's share of a prefetch: its predicted bundles and its bundle tensor's file offset.
+struct PrefetchRequest {
+  uint32_t layer = 0;
+  std::span<const int32_t> predicted;
+  uint64_t tensor_offset = 0;
 };
 
 // One bundle handed to the caller: valid until the cache's next begin_step().
@@ -112,16 +123,27 @@ class BundleFetcher {
   // ones, gives back every unfilled claim.
   void cancel();
 
-  // Reads ahead: claims cold slots for layer `layer`'s bundles in `predicted` that are not
-  // resident and submits their reads, handing nothing out. The next begin() (for any layer) first
-  // waits for them and commits what arrived, so a fetch of that layer finds them resident. Best
-  // effort: claiming stops when no slot is free (slots pinned by the current step are never
-  // taken), only what fits one window of the staging buffer and the reader is read, and a failed
-  // read is counted and dropped (the real fetch reads the bundle again and reports its error).
-  // Ends an unfinished fetch first. Throws std::invalid_argument like begin(), nothing else.
-  void prefetch(uint32_t layer, std::span<const int32_t> predicted, uint64_t tensor_offset);
+  // Reads ahead: claims cold slots for the requests' predicted bundles that are not resident and
+  // submits their reads in one batch (neighbours in the file coalesce, across layers too), handing
+  // nothing out. The next begin() (for any layer) first waits for them and commits what arrived,
+  // so the fetches of those layers find them resident. Best effort: claims go in request order,
+  // each request's lowest bundle numbers (its likeliest) first, and stop when no slot is free
+  // (slots pinned by the current step are never taken); only what fits one window of the staging
+  // buffer and the reader is read; a failed read is counted and dropped (the real fetch reads the
+  // bundle again and reports its error). Ends an unfinished fetch first. Throws
+  // std::invalid_argument like begin(), for more requests than max_prefetch_layers, for a layer
+  // listed twice and for layers of different bundle sizes; nothing else.
+  void prefetch(std::span<const PrefetchRequest> requests);
+  void prefetch(uint32_t layer, std::span<const int32_t> predicted, uint64_t tensor_offset) {
+    const PrefetchRequest one{layer, predicted, tensor_offset};
+    prefetch(std::span<const PrefetchRequest>(&one, 1));
+  }
   bool prefetch_in_flight() const { return active_ && prefetching_; }
-  uint32_t prefetch_layer() const { return layer_; }  // while prefetch_in_flight()
+  // While prefetch_in_flight(): whether the prefetch reads bundles of `layer`.
+  bool prefetch_covers(uint32_t layer) const {
+    return std::find(prefetch_layers_.begin(), prefetch_layers_.begin() + n_prefetch_layers_, layer) !=
+           prefetch_layers_.begin() + n_prefetch_layers_;
+  }
 
   // begin(), then f(const FetchedBundle&) for every resident bundle, then for each arrival.
   // If f throws, the fetch is cancelled and the exception passed on.
@@ -147,14 +169,19 @@ class BundleFetcher {
 
  private:
   struct Missing {
+    uint32_t layer = 0;
     uint32_t neuron = 0;
     uint32_t index = 0;
+    uint64_t offset = 0;  // the bundle's file offset
     uint8_t* slot = nullptr;
     bool settled = false;  // committed or abandoned
   };
+  // A prefetched bundle, for prefetched_used: counted once, by the first fetch of its layer.
+  static uint64_t bundle_key(uint32_t layer, uint32_t neuron) { return uint64_t{layer} << 32 | neuron; }
 
   const CacheLayerShape& check_request(uint32_t layer, std::span<const int32_t> list, uint64_t tensor_offset) const;
-  void plan_reads(uint64_t tensor_offset);
+  size_t claim_prefetch(const PrefetchRequest& request, size_t first);
+  void plan_reads();
   void finish_prefetch();
   void submit_window();
   void settle_read(const io::ReadCompletion& completion);
@@ -183,15 +210,18 @@ class BundleFetcher {
   size_t n_resident_ = 0, n_missing_ = 0, n_reads_ = 0, n_arrivals_ = 0;
   size_t next_read_ = 0;  // first read not yet submitted
   size_t in_flight_ = 0;
-  uint32_t layer_ = 0;
   uint64_t bundle_bytes_ = 0;
   bool active_ = false;
   bool failed_ = false;
   bool prefetching_ = false;  // the reads in flight are a prefetch's (nothing is handed out)
-  // The bundles the last prefetch committed (sorted), to count how many the next fetch uses.
-  std::vector<uint32_t> prefetched_;
+  // The layers of the prefetch in flight.
+  std::vector<uint32_t> prefetch_layers_;
+  size_t n_prefetch_layers_ = 0;
+  // The bundles the last prefetch committed (bundle_key, sorted), to count how many the fetches
+  // until the next prefetch use; prefetched_counted_ marks those counted.
+  std::vector<uint64_t> prefetched_;
+  std::vector<uint8_t> prefetched_counted_;
   size_t n_prefetched_ = 0;
-  uint32_t prefetched_layer_ = 0;
   std::string failure_;  // the first failed read's message
   int64_t window_start_ns_ = 0;
   FetcherStats stats_;

@@ -99,7 +99,9 @@ OffloadedFfn::OffloadedFfn(const OffloadedPack& pack, const OffloadOptions& o)
   requests_.resize(stream_bytes / kStreamReadBytes + 2);
   completions_.resize(std::max<size_t>(reader_->capacity(), 1));
   stream_failure_.reserve(256);
-  if (o.prefetch) {
+  prefetch_ = o.prefetch.value_or(p_.layers_per_step <= 1);
+  if (prefetch_) {
+    prefetch_requests_.resize(std::max<uint32_t>(1, p_.layers_per_step));
     now_.resize(static_cast<size_t>(F));
     remapped_.resize(static_cast<size_t>(F));
     later_.resize(static_cast<size_t>(F));
@@ -149,6 +151,7 @@ void OffloadedFfn::build_cache() {
   stats_.hot_load_bytes += cache::load_hot_prefixes(*cache_, *reader_, file_, offsets, kHotReadBytes, options_.checkpoint);
   cache::BundleFetcherOptions fo;
   fo.max_active = static_cast<uint32_t>(F);
+  fo.max_prefetch_layers = std::max<uint32_t>(1, p_.layers_per_step);
   fo.max_read_bytes = options_.max_read_bytes;
   fo.staging_bytes = staging_bytes_;
   fetcher_ = std::make_unique<cache::BundleFetcher>(*cache_, *reader_, file_, fo);
@@ -299,7 +302,7 @@ void OffloadedFfn::sparse_step(int64_t layer, const float* x, const int32_t* act
   };
   std::span<const int32_t> list(active, static_cast<size_t>(n_active));
   const uint64_t tensor = p_.bundles_offset[static_cast<size_t>(layer)];
-  if (fetcher_->prefetch_in_flight() && fetcher_->prefetch_layer() == static_cast<uint32_t>(layer)) {
+  if (fetcher_->prefetch_in_flight() && fetcher_->prefetch_covers(static_cast<uint32_t>(layer))) {
     // This layer's predicted bundles are being read (prefetch()): compute the bundles already in
     // memory while those reads land, then fetch the rest, which begin() finds mostly prefetched.
     // peek first: a bundle still being read is counted once, as the hit begin() finds it to be.
@@ -361,12 +364,19 @@ void OffloadedFfn::sparse_step(int64_t layer, const float* x, const int32_t* act
   throw_as_fetch_error("sparse FFN step", e);
 }
 
-void OffloadedFfn::prefetch(int64_t layer, const int32_t* predicted, int64_t n_predicted) {
+void OffloadedFfn::prefetch(std::span<const Predicted> layers) {
   std::lock_guard<std::mutex> lock(mutex_);
   cache_->begin_step();  // the previous layer is done: its bundles may make room
+  const size_t n = std::min(layers.size(), prefetch_requests_.size());
+  for (size_t i = 0; i < n; ++i) {
+    const Predicted& p = layers[i];
+    // A layer out of range is refused by the fetcher (invalid_argument); give it no offset lookup.
+    const uint64_t offset = p.layer >= 0 && p.layer < p_.n_layer ? p_.bundles_offset[static_cast<size_t>(p.layer)] : 0;
+    prefetch_requests_[i] = cache::PrefetchRequest{static_cast<uint32_t>(p.layer),
+                                                   std::span<const int32_t>(p.ids, static_cast<size_t>(p.n)), offset};
+  }
   try {
-    fetcher_->prefetch(static_cast<uint32_t>(layer), std::span<const int32_t>(predicted, static_cast<size_t>(n_predicted)),
-                       p_.bundles_offset[static_cast<size_t>(layer)]);
+    fetcher_->prefetch(std::span<const cache::PrefetchRequest>(prefetch_requests_.data(), n));
   } catch (const cache::FetchError&) {
     // Best effort: the step reads what the prefetch could not, and reports a failing disk itself.
   } catch (const io::IoError&) {

@@ -28,6 +28,8 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -58,6 +60,9 @@ struct OffloadedPack {
   std::vector<uint64_t> bundles_offset;     // per layer: file offset of blk.N.ffn_bundles
   std::vector<const float*> neuron_freq;    // per layer: n_ff profiled frequencies, hottest first
   std::vector<const int32_t*> neuron_perm;  // per layer: n_ff source neuron of each bundle
+  // Layers one decode step reads at once (a mixture's routed experts, each a layer of the cache):
+  // how many prefetch() may read ahead for together.
+  uint32_t layers_per_step = 1;
   MatrixView token_embd;           // type and row stride; data == nullptr: read from storage
   uint64_t token_embd_offset = 0;  // file offset of the embedding table
   uint64_t resident_bytes = 0;     // weights bound in memory (the plan's resident bytes)
@@ -82,7 +87,10 @@ struct OffloadOptions {
   // entering the layer and start reading its missing bundles, so the reads overlap the attention
   // (and the resident neurons' compute). Costs one more predictor evaluation per layer; measured
   // +8-11 % decode tokens/s at 50 % and 25 % budgets on mistral-7b (bench/prefetch_ab.sh).
-  bool prefetch = true;
+  // Unset: on when a decode step runs one layer of the cache at a time (dense packs), off when it
+  // runs several (a mixture's routed experts: each needs its own second predictor evaluation, which
+  // cost more than the overlapped reads saved on the Mixtral shape, docs/performance.md).
+  std::optional<bool> prefetch;
   // Load only (the constructor): runs between the hot-neuron reads and may throw to abandon the
   // load (ModelLoadOptions::checkpoint); replan() never calls it. Empty: none.
   std::function<void()> checkpoint;
@@ -104,10 +112,20 @@ class OffloadedFfn {
   void sparse_step(int64_t layer, const float* x, const int32_t* active, int64_t n_active, ThreadPool& pool,
                    SparseBundleFfn& kernel, float* out);
 
-  // Starts reading layer `layer`'s predicted bundles (prefetch; see BundleFetcher::
-  // prefetch): best effort, the next sparse_step() uses what arrived. Never throws for I/O.
-  void prefetch(int64_t layer, const int32_t* predicted, int64_t n_predicted);
-  bool prefetch_enabled() const { return options_.prefetch; }
+  // Starts reading the listed layers' predicted bundles in one batch (prefetch; see
+  // BundleFetcher::prefetch): best effort, the next sparse_step() of each uses what arrived. At
+  // most OffloadedPack::layers_per_step layers. Never throws for I/O.
+  struct Predicted {
+    int64_t layer = 0;
+    const int32_t* ids = nullptr;
+    int64_t n = 0;
+  };
+  void prefetch(std::span<const Predicted> layers);
+  void prefetch(int64_t layer, const int32_t* predicted, int64_t n_predicted) {
+    const Predicted one{layer, predicted, n_predicted};
+    prefetch(std::span<const Predicted>(&one, 1));
+  }
+  bool prefetch_enabled() const { return prefetch_; }
 
   // The dense FFN of n tokens: x (n rows of n_embd, normed), gate/up: n rows of n_ff floats of
   // scratch (row stride n_ff), out: n rows of n_embd (overwritten). Throws cache::FetchError.
@@ -198,6 +216,8 @@ class OffloadedFfn {
   std::vector<cache::FetchedBundle> now_, remapped_;
   std::vector<int32_t> later_;
   std::vector<uint32_t> later_index_;
+  bool prefetch_ = false;  // OffloadOptions::prefetch, resolved for this pack
+  std::vector<cache::PrefetchRequest> prefetch_requests_;  // prefetch(): layers_per_step
   std::vector<std::string> warnings_;
   mutable std::mutex mutex_;
   OffloadStats stats_;    // besides the cache's and fetcher's own

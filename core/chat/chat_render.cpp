@@ -1,119 +1,46 @@
 #include "core/chat/chat_render.h"
 
-#include <algorithm>
-#include <stdexcept>
 #include <utility>
 #include <vector>
+
+#include "core/chat/chat_text.h"
+#include "core/chat/tool_prompt.h"
 
 namespace ember {
 namespace {
 
-enum class Role { System, User, Assistant };
-
-struct Turn {
-  Role role;
-  std::string_view content;
-};
-
-std::vector<Turn> validate_roles(std::span<const ChatMessage> messages) {
-  std::vector<Turn> turns;
-  turns.reserve(messages.size());
-  for (size_t i = 0; i < messages.size(); ++i) {
-    const auto& m = messages[i];
-    Role role;
-    if (m.role == "system" || m.role == "developer") role = Role::System;
-    else if (m.role == "user") role = Role::User;
-    else if (m.role == "assistant") role = Role::Assistant;
-    else
-      throw std::invalid_argument("unknown chat role '" + m.role + "' in message " + std::to_string(i) +
-                                  " (expected system, developer, user or assistant)");
-    turns.push_back({role, m.content});
-  }
-  return turns;
-}
+using chat_detail::ChatText;
+using chat_detail::Role;
+using chat_detail::Turn;
 
 std::string_view role_name(Role r) {
   switch (r) {
     case Role::System: return "system";
     case Role::User: return "user";
     case Role::Assistant: return "assistant";
+    case Role::Tool: return "ipython";  // llama-3.1's role for tool output (the only family that names it)
   }
   return "user";
 }
-
-// Jinja's `trim` / Python's str.strip() on ASCII whitespace.
-std::string_view trim(std::string_view s) {
-  constexpr std::string_view ws = " \t\n\r\v\f";
-  const size_t first = s.find_first_not_of(ws);
-  if (first == std::string_view::npos) return {};
-  return s.substr(first, s.find_last_not_of(ws) - first + 1);
-}
-
-// Prompt text that remembers which runs the template wrote and which came from message content
-// (RenderedChat::segments), so the caller can tokenize content as plain text.
-class ChatText {
- public:
-  void markup(std::string_view s) { append(s, false); }
-  void content(std::string_view s) { append(s, true); }
-  void append(const ChatText& other) {
-    for (const ChatSegment& seg : other.segments_) {
-      append(std::string_view(other.text_).substr(seg.offset, seg.length), seg.is_content);
-    }
-  }
-  // Jinja's `trim` over the whole text, whichever runs the whitespace is in.
-  void strip() {
-    const std::string_view kept = trim(text_);
-    const size_t first = kept.empty() ? 0 : static_cast<size_t>(kept.data() - text_.data());
-    const size_t last = first + kept.size();
-    std::vector<ChatSegment> cut;
-    for (ChatSegment seg : segments_) {
-      const size_t begin = std::max(seg.offset, first), end = std::min(seg.offset + seg.length, last);
-      if (begin < end) cut.push_back({begin - first, end - begin, seg.is_content});
-    }
-    text_ = std::string(kept);
-    segments_ = std::move(cut);
-  }
-  const std::string& text() const { return text_; }
-  bool empty() const { return text_.empty(); }
-  void reserve(size_t n) { text_.reserve(n); }
-  void move_into(RenderedChat& r) {
-    r.text = std::move(text_);
-    r.segments = std::move(segments_);
-  }
-
- private:
-  void append(std::string_view s, bool is_content) {
-    if (s.empty()) return;
-    if (!segments_.empty() && segments_.back().is_content == is_content) {
-      segments_.back().length += s.size();
-    } else {
-      segments_.push_back({text_.size(), s.size(), is_content});
-    }
-    text_ += s;
-  }
-
-  std::string text_;
-  std::vector<ChatSegment> segments_;
-};
 
 // Families without a system turn carry system text forward into the next user message. Several
 // system messages in a row are joined by a blank line.
 struct PendingSystem {
   ChatText text;
   bool present = false;
-  void add(std::string_view s) {
+  void add(const ChatText& s) {
     if (present) text.markup("\n\n");
-    text.content(s);
+    text.append(s);
     present = true;
   }
   // The user content with the pending system text in front (separated by `sep`), then cleared.
-  ChatText merge_into(std::string_view user, std::string_view sep) {
+  ChatText merge_into(const ChatText& user, std::string_view sep) {
     ChatText out;
     if (present) {
       out = std::move(text);
       if (!user.empty()) out.markup(sep);
     }
-    out.content(user);
+    out.append(user);
     text = ChatText();
     present = false;
     return out;
@@ -122,18 +49,18 @@ struct PendingSystem {
 
 // One turn of the "header, role, header end, content, turn end" families: everything but the
 // content is template markup.
-void role_turn(ChatText& out, std::string_view open, Role role, std::string_view close, std::string_view content,
+void role_turn(ChatText& out, std::string_view open, Role role, std::string_view close, const ChatText& body,
                std::string_view end) {
   out.markup(open);
   out.markup(role_name(role));
   out.markup(close);
-  out.content(content);
+  out.append(body);
   out.markup(end);
 }
 
 // <|im_start|>role\ncontent<|im_end|>\n ... <|im_start|>assistant\n
 void render_chatml(ChatText& out, const std::vector<Turn>& turns, bool gen) {
-  for (const auto& t : turns) role_turn(out, "<|im_start|>", t.role, "\n", t.content, "<|im_end|>\n");
+  for (const auto& t : turns) role_turn(out, "<|im_start|>", t.role, "\n", t.body, "<|im_end|>\n");
   if (gen) out.markup("<|im_start|>assistant\n");
 }
 
@@ -141,7 +68,7 @@ void render_chatml(ChatText& out, const std::vector<Turn>& turns, bool gen) {
 void render_llama3(ChatText& out, const std::vector<Turn>& turns, bool gen, std::string_view bos) {
   if (!turns.empty()) out.markup(bos);
   for (const auto& t : turns) {
-    role_turn(out, "<|start_header_id|>", t.role, "<|end_header_id|>\n\n", trim(t.content), "<|eot_id|>");
+    role_turn(out, "<|start_header_id|>", t.role, "<|end_header_id|>\n\n", t.body.stripped(), "<|eot_id|>");
   }
   if (gen) out.markup("<|start_header_id|>assistant<|end_header_id|>\n\n");
 }
@@ -149,7 +76,7 @@ void render_llama3(ChatText& out, const std::vector<Turn>& turns, bool gen, std:
 // <|role|>\ncontent EOS\n ... <|assistant|>\n
 void render_zephyr(ChatText& out, const std::vector<Turn>& turns, bool gen, std::string_view eos) {
   for (const auto& t : turns) {
-    role_turn(out, "<|", t.role, "|>\n", t.content, eos);
+    role_turn(out, "<|", t.role, "|>\n", t.body, eos);
     out.markup("\n");
   }
   if (gen) out.markup("<|assistant|>\n");
@@ -160,8 +87,8 @@ void render_zephyr(ChatText& out, const std::vector<Turn>& turns, bool gen, std:
 void render_phi3(ChatText& out, const std::vector<Turn>& turns, bool gen, std::string_view bos) {
   out.markup(bos);
   for (const auto& t : turns) {
-    if (t.role == Role::System && t.content.empty()) continue;
-    role_turn(out, "<|", t.role, "|>\n", t.content, "<|end|>\n");
+    if (t.role == Role::System && t.body.empty()) continue;
+    role_turn(out, "<|", t.role, "|>\n", t.body, "<|end|>\n");
   }
   if (gen) out.markup("<|assistant|>\n");
 }
@@ -171,60 +98,65 @@ void render_phi3(ChatText& out, const std::vector<Turn>& turns, bool gen, std::s
 void render_gemma(ChatText& out, const std::vector<Turn>& turns, bool gen, std::string_view bos) {
   out.markup(bos);
   PendingSystem system;
-  auto user_turn = [&](std::string_view content) {
+  auto user_turn = [&](const ChatText& content) {
     out.markup("<start_of_turn>user\n");
-    out.append(system.merge_into(trim(content), "\n\n"));
+    out.append(system.merge_into(content.stripped(), "\n\n"));
     out.markup("<end_of_turn>\n");
   };
   for (const auto& t : turns) {
     if (t.role == Role::System) {
-      system.add(trim(t.content));
-    } else if (t.role == Role::User) {
-      user_turn(t.content);
-    } else {
+      system.add(t.body.stripped());
+    } else if (t.role == Role::Assistant) {
       out.markup("<start_of_turn>model\n");
-      out.content(trim(t.content));
+      out.append(t.body.stripped());
       out.markup("<end_of_turn>\n");
+    } else {
+      user_turn(t.body);
     }
   }
   if (system.present) user_turn({});
   if (gen) out.markup("<start_of_turn>model\n");
 }
 
-// Mistral-7B-Instruct v0.1/v0.2: BOS[INST] {system\n}user [/INST]assistant EOS[INST] ... [/INST]
+// Mistral-7B-Instruct v0.1/v0.2: BOS[INST] {system\n}user [/INST]assistant EOS[INST] ... [/INST];
+// v0.3's tool blocks ([AVAILABLE_TOOLS] before the last [INST], [TOOL_RESULTS] turns) come ready
+// made from tool_prompt.cpp.
 void render_mistral(ChatText& out, const std::vector<Turn>& turns, std::string_view bos, std::string_view eos) {
   out.markup(bos);
   PendingSystem system;
-  auto user_turn = [&](std::string_view content) {
+  auto user_turn = [&](const Turn* t) {
+    if (t != nullptr) out.append(t->preamble);
     out.markup("[INST] ");
-    out.append(system.merge_into(content, "\n"));
+    out.append(system.merge_into(t != nullptr ? t->body : ChatText(), "\n"));
     out.markup(" [/INST]");
   };
   for (const auto& t : turns) {
     if (t.role == Role::System) {
-      system.add(t.content);
+      system.add(t.body);
     } else if (t.role == Role::User) {
-      user_turn(t.content);
+      user_turn(&t);
+    } else if (t.role == Role::Tool) {
+      out.append(t.body);
     } else {
-      out.content(t.content);
+      out.append(t.body);
       out.markup(eos);
     }
   }
-  if (system.present) user_turn({});
+  if (system.present) user_turn(nullptr);
 }
 
 // Meta's Llama-2-chat template: each user turn is BOS[INST] {(<<SYS>>\nsystem\n<</SYS>>\n\n + user).strip()} [/INST]
 // and each assistant turn is " {content.strip()} EOS".
 void render_llama2(ChatText& out, const std::vector<Turn>& turns, std::string_view bos, std::string_view eos) {
   PendingSystem system;
-  auto user_turn = [&](std::string_view content) {
+  auto user_turn = [&](const ChatText& content) {
     ChatText body;
     if (system.present) {
       body.markup("<<SYS>>\n");
       body.append(system.merge_into({}, {}));
       body.markup("\n<</SYS>>\n\n");
     }
-    body.content(content);
+    body.append(content);
     body.strip();
     out.markup(bos);
     out.markup("[INST] ");
@@ -233,14 +165,14 @@ void render_llama2(ChatText& out, const std::vector<Turn>& turns, std::string_vi
   };
   for (const auto& t : turns) {
     if (t.role == Role::System) {
-      system.add(t.content);
-    } else if (t.role == Role::User) {
-      user_turn(t.content);
-    } else {
+      system.add(t.body);
+    } else if (t.role == Role::Assistant) {
       out.markup(" ");
-      out.content(trim(t.content));
+      out.append(t.body.stripped());
       out.markup(" ");
       out.markup(eos);
+    } else {
+      user_turn(t.body);
     }
   }
   if (system.present) user_turn({});
@@ -254,12 +186,12 @@ bool writes_bos(ChatTemplate t) {
 }  // namespace
 
 RenderedChat render_chat(ChatTemplate t, std::span<const ChatMessage> messages, bool add_generation_prompt,
-                         std::string_view bos_text, std::string_view eos_text) {
-  const std::vector<Turn> turns = validate_roles(messages);
+                         std::string_view bos_text, std::string_view eos_text, std::span<const ToolDefinition> tools) {
+  const std::vector<Turn> turns = chat_detail::conversation_turns(t, messages, tools);
   ChatText out;
-  size_t content_bytes = 0;
-  for (const auto& m : messages) content_bytes += m.content.size();
-  out.reserve(content_bytes + 48 * (messages.size() + 1) + bos_text.size() * messages.size());
+  size_t body_bytes = 0;
+  for (const auto& turn : turns) body_bytes += turn.body.text().size() + turn.preamble.text().size();
+  out.reserve(body_bytes + 48 * (turns.size() + 1) + bos_text.size() * turns.size());
 
   switch (t) {
     case ChatTemplate::ChatML: render_chatml(out, turns, add_generation_prompt); break;

@@ -5,6 +5,9 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #endif
+#if defined(__aarch64__)
+#include <sys/auxv.h>
+#endif
 
 namespace ember {
 namespace {
@@ -47,6 +50,34 @@ const X86Features& features() {
 }
 #endif
 
+#if defined(__aarch64__)
+// The bit values of the Linux uapi (asm/hwcap.h), spelled out because Android's NDK and older
+// glibc headers lack some of them; the kernel's ABI never renumbers them.
+constexpr unsigned long kHwcapAsimdHp = 1ul << 10;   // HWCAP_ASIMDHP
+constexpr unsigned long kHwcapAsimdDp = 1ul << 20;   // HWCAP_ASIMDDP
+constexpr unsigned long kHwcap2I8mm = 1ul << 13;     // HWCAP2_I8MM
+
+struct ArmFeatures {
+  bool dotprod = false;
+  bool i8mm = false;
+  bool fp16_arith = false;
+};
+
+ArmFeatures detect_arm() {
+  const unsigned long hwcap = getauxval(AT_HWCAP), hwcap2 = getauxval(AT_HWCAP2);
+  ArmFeatures f;
+  f.dotprod = hwcap & kHwcapAsimdDp;
+  f.i8mm = hwcap2 & kHwcap2I8mm;
+  f.fp16_arith = hwcap & kHwcapAsimdHp;
+  return f;
+}
+
+const ArmFeatures& arm_features() {
+  static const ArmFeatures f = detect_arm();
+  return f;
+}
+#endif
+
 }  // namespace
 
 bool cpu_has_avx2_fma_f16c() {
@@ -68,6 +99,38 @@ bool cpu_has_avx_vnni() {
 bool cpu_has_avx512_vnni() {
 #if defined(__x86_64__) || defined(__i386__)
   return features().avx512_vnni;
+#else
+  return false;
+#endif
+}
+
+bool cpu_has_neon() {
+#if defined(__aarch64__)
+  return true;
+#else
+  return false;
+#endif
+}
+
+bool cpu_has_dotprod() {
+#if defined(__aarch64__)
+  return arm_features().dotprod;
+#else
+  return false;
+#endif
+}
+
+bool cpu_has_i8mm() {
+#if defined(__aarch64__)
+  return arm_features().i8mm && arm_features().dotprod;  // the i8mm kernels also use sdot
+#else
+  return false;
+#endif
+}
+
+bool cpu_has_fp16_arith() {
+#if defined(__aarch64__)
+  return arm_features().fp16_arith;
 #else
   return false;
 #endif

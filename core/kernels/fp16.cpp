@@ -76,6 +76,12 @@ void fp16_to_fp32_row(const uint16_t* src, float* dst, int64_t n) {
     return;
   }
 #endif
+#ifdef EMBER_HAVE_ARM_NEON
+  if (cpu_has_neon()) {
+    neon::fp16_to_fp32_row(src, dst, n);
+    return;
+  }
+#endif
   for (int64_t i = 0; i < n; ++i) dst[i] = fp16_to_fp32(src[i]);
 }
 
@@ -83,6 +89,12 @@ void fp32_to_fp16_row(const float* src, uint16_t* dst, int64_t n) {
 #ifdef EMBER_HAVE_X86_SIMD
   if (cpu_has_avx2_fma_f16c()) {
     avx2::fp32_to_fp16_row(src, dst, n);
+    return;
+  }
+#endif
+#ifdef EMBER_HAVE_ARM_NEON
+  if (cpu_has_neon()) {
+    neon::fp32_to_fp16_row(src, dst, n);
     return;
   }
 #endif

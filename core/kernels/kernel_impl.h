@@ -1,7 +1,7 @@
 #pragma once
 // Internal to core/kernels: the per-architecture kernel functions the traits tables point at.
 // generic:: is the scalar reference (always built); avx2:: exists when EMBER_HAVE_X86_SIMD is
-// defined and may only be called after cpu_has_avx2_fma_f16c().
+// defined and may only be called after cpu_has_avx2_fma_f16c(); neon:: when EMBER_HAVE_ARM_NEON is.
 #include <cstddef>
 #include <cstdint>
 
@@ -118,6 +118,64 @@ PreparedDotFn dot_q4_0_prepared;
 PreparedDotRowsFn dot_q4_0_prepared_rows;
 }  // namespace avx512
 
+// NEON kernels (arm/, built when EMBER_HAVE_ARM_NEON is defined); only when cpu_has_neon(), the
+// *_dotprod ones (arm/*_dotprod.cpp, built for ARMv8.2 + dot product) only when cpu_has_dotprod(),
+// the *_i8mm ones (arm/*_i8mm.cpp, ARMv8.2 + int8 matrix multiply) only when cpu_has_i8mm().
+namespace neon {
+void fp16_to_fp32_row(const uint16_t* src, float* dst, int64_t n);
+void fp32_to_fp16_row(const float* src, uint16_t* dst, int64_t n);
+void to_float_f16(const void* src, float* dst, int64_t n);
+void from_float_f16(const float* src, void* dst, int64_t n);
+void to_float_q4_0(const void* src, float* dst, int64_t n);
+void from_float_q8_0(const float* src, void* dst, int64_t n);
+
+float vec_dot_f32(int64_t n, const void* row, const void* act);
+float vec_dot_f16(int64_t n, const void* row, const void* act);
+float vec_dot_bf16(int64_t n, const void* row, const void* act);
+float vec_dot_q4_0_q8_0(int64_t n, const void* row, const void* act);
+float vec_dot_q8_0_q8_0(int64_t n, const void* row, const void* act);
+float vec_dot_q4_K_q8_K(int64_t n, const void* row, const void* act);
+float vec_dot_q6_K_q8_K(int64_t n, const void* row, const void* act);
+float vec_dot_q4_0_q8_0_dotprod(int64_t n, const void* row, const void* act);
+float vec_dot_q8_0_q8_0_dotprod(int64_t n, const void* row, const void* act);
+float vec_dot_q4_K_q8_K_dotprod(int64_t n, const void* row, const void* act);
+float vec_dot_q6_K_q8_K_dotprod(int64_t n, const void* row, const void* act);
+
+// Prefill register tiles (arm/gemm_tiles.h): any shape up to 4 rows x 4 tokens.
+void gemm_tile_q4_0_q8_0(int64_t n, const void* rows, size_t row_stride, int n_rows, const void* acts,
+                         size_t act_stride, int n_tokens, float* out, size_t out_stride);
+void gemm_tile_q8_0_q8_0(int64_t n, const void* rows, size_t row_stride, int n_rows, const void* acts,
+                         size_t act_stride, int n_tokens, float* out, size_t out_stride);
+void gemm_tile_q4_0_q8_0_dotprod(int64_t n, const void* rows, size_t row_stride, int n_rows, const void* acts,
+                                 size_t act_stride, int n_tokens, float* out, size_t out_stride);
+void gemm_tile_q8_0_q8_0_dotprod(int64_t n, const void* rows, size_t row_stride, int n_rows, const void* acts,
+                                 size_t act_stride, int n_tokens, float* out, size_t out_stride);
+// Decode rows (arm/gemv_rows.h): out[i] = dot(row i, act) for i < n_rows, each bit for bit the
+// set's vec_dot.
+void gemv_q4_0_q8_0(int64_t n, const void* rows, size_t row_stride, int n_rows, const void* act, float* out);
+void gemv_q8_0_q8_0(int64_t n, const void* rows, size_t row_stride, int n_rows, const void* act, float* out);
+void gemv_q4_0_q8_0_dotprod(int64_t n, const void* rows, size_t row_stride, int n_rows, const void* act, float* out);
+void gemv_q8_0_q8_0_dotprod(int64_t n, const void* rows, size_t row_stride, int n_rows, const void* act, float* out);
+
+// Q4_0 on repacked 4-row panels (arm/q4_0_panel.h has the layout). repack: nb blocks of 4 rows
+// (row_stride apart) into panel (nb * 72 bytes). The kernels: y[t * y_stride + r] = dot(panel row
+// r, token t) for r < 4, t < n_tokens (1..4); they take no bias sums (PanelGemmFn's are ignored).
+// _i8mm only when cpu_has_i8mm(), _dotprod only when cpu_has_dotprod().
+void repack_q4_0_panel4(int64_t nb, const void* rows, size_t row_stride, void* panel);
+void panel_gemm_q4_0_i8mm(int64_t nb, const void* panel, const void* acts, size_t act_stride, const int32_t* bias_sums,
+                          size_t sums_stride, int n_tokens, float* y, size_t y_stride);
+void panel_gemm_q4_0_dotprod(int64_t nb, const void* panel, const void* acts, size_t act_stride,
+                             const int32_t* bias_sums, size_t sums_stride, int n_tokens, float* y, size_t y_stride);
+
+// The sparse FFN's kernels (sparse_kernels.h); multi-row ones take up to 8 rows side by side.
+AxpyF32Fn axpy_f32;
+AxpyF16Fn axpy_f16;
+AxpyBlocksFn axpy_q4_0, axpy_q8_0;
+AxpyRowsFn axpy_q4_0_rows;
+PreparedDotFn dot_q4_0_prepared, dot_q4_0_prepared_dotprod;
+PreparedDotRowsFn dot_q4_0_prepared_rows, dot_q4_0_prepared_rows_dotprod;
+}  // namespace neon
+
 // Several weight rows against one converted activation row: out[i] = dot(row i, act).
 using GemvRowsFn = void (*)(int64_t n, const void* rows, size_t row_stride, int n_rows, const void* act, float* out);
 
@@ -133,14 +191,20 @@ PanelGemmFn q4_0_panel_kernel();
 // Copies nb blocks of `rows` panel rows (row_stride bytes apart) into one panel.
 using PanelRepackFn = void (*)(int64_t nb, const void* rows, size_t row_stride, void* panel);
 
+// out[b] = -bias * (sum of the quants of Q8_0 block b), b < nb.
+using BiasSumsFn = void (*)(int64_t nb, const void* act, int32_t bias, int32_t* out);
+
 // Everything matmul needs to know about the active set's Q4_0 panels: how many rows one panel
-// interleaves (8 for AVX2/AVX-VNNI, 16 for AVX-512), its repacker and its kernel (n_tokens
-// 1..max_tokens: 32 ZMM registers hold 8 quant vectors and 8 tokens' sums).
+// interleaves (8 for AVX2/AVX-VNNI, 16 for AVX-512, 4 on ARM), its repacker and its kernel
+// (n_tokens 1..max_tokens: 32 ZMM registers hold 8 quant vectors and 8 tokens' sums), and the
+// per-block activation sums its kernel starts from (the -8 offset of the nibbles; nullptr for
+// kernels that sign the nibbles themselves, the ARM ones, which then get bias_sums == nullptr).
 struct Q4_0Panels {
   int rows = 0;
   int max_tokens = 0;
   PanelRepackFn repack = nullptr;
   PanelGemmFn gemm = nullptr;
+  BiasSumsFn bias_sums = nullptr;
   uint64_t block_bytes() const { return static_cast<uint64_t>(rows) * 18; }
 };
 // The active set's panels, or nullptr when matmul should not use panels.

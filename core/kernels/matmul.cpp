@@ -71,8 +71,7 @@ int32_t* MatmulScratch::sums_buffer(uint64_t count) {
 
 namespace {
 
-#ifdef EMBER_HAVE_X86_SIMD
-// Q4_0 prefill on repacked panels (8 or 16 interleaved rows, see Q4_0Panels). Each task repacks
+// Q4_0 prefill on repacked panels (x86: 8 or 16 interleaved rows, ARM: 4; see Q4_0Panels). Each task repacks
 // its row block once into the thread's panel area (unless the weights come repacked) and runs it
 // against its block of tokens; rows past the last whole panel go through the 4x4 tile.
 void prefill_q4_0_panels(const MatrixView& w, const Q4_0Panels& kernels, const uint8_t* acts, uint64_t act_stride,
@@ -80,8 +79,11 @@ void prefill_q4_0_panels(const MatrixView& w, const Q4_0Panels& kernels, const u
   const int64_t panel_rows = kernels.rows;
   const int64_t nb = w.cols / kQK4_0;
   const auto* weights = static_cast<const uint8_t*>(w.data);
-  int32_t* sums = scratch.sums_buffer(static_cast<uint64_t>(n_tokens * nb));
-  pool.parallel_for(n_tokens, [&](int64_t t, int) { avx2::q8_0_bias_sums(nb, acts + t * act_stride, 8, sums + t * nb); });
+  int32_t* sums = nullptr;
+  if (kernels.bias_sums != nullptr) {
+    sums = scratch.sums_buffer(static_cast<uint64_t>(n_tokens * nb));
+    pool.parallel_for(n_tokens, [&](int64_t t, int) { kernels.bias_sums(nb, acts + t * act_stride, 8, sums + t * nb); });
+  }
   const uint64_t panel_bytes = static_cast<uint64_t>(nb) * kernels.block_bytes();
   const int64_t row_block = std::max<int64_t>(kRowBlock, panel_rows);
   const uint64_t per_thread = panel_bytes * static_cast<uint64_t>(row_block / panel_rows);
@@ -113,7 +115,7 @@ void prefill_q4_0_panels(const MatrixView& w, const Q4_0Panels& kernels, const u
     for (int64_t t = token_begin; t < token_end; t += kernels.max_tokens) {
       const int n_toks = static_cast<int>(std::min<int64_t>(kernels.max_tokens, token_end - t));
       for (int64_t p = 0; p < n_panels; ++p) {
-        kernels.gemm(nb, my_panels + p * panel_bytes, acts + t * act_stride, act_stride, sums + t * nb,
+        kernels.gemm(nb, my_panels + p * panel_bytes, acts + t * act_stride, act_stride, sums ? sums + t * nb : nullptr,
                      static_cast<size_t>(nb), n_toks, y + t * y_stride + row_begin + p * panel_rows,
                      static_cast<size_t>(y_stride));
       }
@@ -141,8 +143,11 @@ void decode_q4_0_panels(const MatrixView& w, const Q4_0Panels& kernels, const ui
   const int64_t panel_rows = kernels.rows;
   const int64_t nb = w.cols / kQK4_0;
   const uint64_t panel_bytes = static_cast<uint64_t>(nb) * kernels.block_bytes();
-  int32_t* sums = scratch.sums_buffer(static_cast<uint64_t>(nb));
-  avx2::q8_0_bias_sums(nb, act, 8, sums);
+  int32_t* sums = nullptr;
+  if (kernels.bias_sums != nullptr) {
+    sums = scratch.sums_buffer(static_cast<uint64_t>(nb));
+    kernels.bias_sums(nb, act, 8, sums);
+  }
   const auto* repacked = static_cast<const uint8_t*>(w.repacked);
   const auto* weights = static_cast<const uint8_t*>(w.data);
   const int64_t n_panels = w.rows / panel_rows;
@@ -169,24 +174,17 @@ void decode_q4_0_panels(const MatrixView& w, const Q4_0Panels& kernels, const ui
     }
   });
 }
-#endif
 
 }  // namespace
 
 uint64_t repacked_size(const MatrixView& w) {
-#ifdef EMBER_HAVE_X86_SIMD
   const Q4_0Panels* kernels = q4_0_panels();
   if (w.type != GgmlType::Q4_0 || kernels == nullptr || w.cols % kQK4_0 != 0 || w.rows < kernels->rows) return 0;
   const uint64_t panel_bytes = static_cast<uint64_t>(w.cols / kQK4_0) * kernels->block_bytes();
   return panel_bytes * static_cast<uint64_t>(w.rows / kernels->rows);
-#else
-  (void)w;
-  return 0;
-#endif
 }
 
 void repack_for_matmul_into(const MatrixView& w, uint8_t* out) {
-#ifdef EMBER_HAVE_X86_SIMD
   if (repacked_size(w) == 0) return;
   const Q4_0Panels* kernels = q4_0_panels();
   const int64_t nb = w.cols / kQK4_0;
@@ -196,10 +194,6 @@ void repack_for_matmul_into(const MatrixView& w, uint8_t* out) {
   for (int64_t p = 0; p < n_panels; ++p) {
     kernels->repack(nb, weights + p * kernels->rows * w.row_stride, w.row_stride, out + p * panel_bytes);
   }
-#else
-  (void)w;
-  (void)out;
-#endif
 }
 
 std::vector<uint8_t> repack_for_matmul(const MatrixView& w) {
@@ -235,13 +229,11 @@ void matmul(const MatrixView& w, const float* x, int64_t n_tokens, int64_t x_str
     acts = buffer;
   }
 
-#ifdef EMBER_HAVE_X86_SIMD
   const Q4_0Panels* q4_0_kernels = w.type == GgmlType::Q4_0 ? q4_0_panels() : nullptr;
   if (n_tokens == 1 && w.repacked != nullptr && q4_0_kernels != nullptr) {
     decode_q4_0_panels(w, *q4_0_kernels, acts, y, pool, scratch, traits);
     return;
   }
-#endif
 
   if (n_tokens == 1) {
     // Decode: a matrix-vector product, bound by streaming the weights. Enough chunks per thread
@@ -261,12 +253,10 @@ void matmul(const MatrixView& w, const float* x, int64_t n_tokens, int64_t x_str
     return;
   }
 
-#ifdef EMBER_HAVE_X86_SIMD
   if (q4_0_kernels != nullptr) {
     prefill_q4_0_panels(w, *q4_0_kernels, acts, act_stride, n_tokens, y, y_stride, pool, scratch);
     return;
   }
-#endif
 
   // Prefill: blocks of rows x tokens, each swept by register tiles.
   const GemmTileFn tile = gemm_tile_kernel(static_cast<uint32_t>(w.type));

@@ -23,8 +23,8 @@ struct MatrixView {
 };
 
 // A copy of w's weights in the interleaved layout of the fastest kernels for this CPU (Q4_0 with
-// AVX2/AVX-VNNI: panels of 8 rows; AVX-512 VNNI: panels of 16 rows; rows beyond the last whole
-// panel are not included), or an empty
+// AVX2/AVX-VNNI: panels of 8 rows; AVX-512 VNNI: panels of 16 rows; ARM neon-dotprod: panels of
+// 4 rows; rows beyond the last whole panel are not included), or an empty
 // vector when there is none. Done once at model load; point MatrixView::repacked at the result.
 // Costs as much memory as the weights it covers; the original data must stay valid too.
 std::vector<uint8_t> repack_for_matmul(const MatrixView& w);

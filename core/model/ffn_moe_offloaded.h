@@ -8,8 +8,9 @@
 // bundles are streamed past the cache once for all of its tokens, so a prompt reads each used
 // expert's weights once per layer, and an expert no token chose is not read.
 // OffloadedSparseMoeFfn (decode): route the token, then for each of its k experts its predictor
-// and only the predicted bundles, through the cache; with prefetch on, the first-choice expert's
-// predicted bundles are read during the attention (routed from the residual entering the layer).
+// and only the predicted bundles, through the cache; with prefetch on, every routed expert's
+// predicted bundles are read during the attention, in one batch (routed and predicted from the
+// residual entering the layer).
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -44,7 +45,7 @@ class OffloadedSparseMoeFfn : public FfnStrategy {
   uint64_t scratch_bytes() const override;
 
  private:
-  int64_t predict(int64_t layer, const ExpertWeights& ex, const float* residual);
+  int64_t predict(int64_t layer, const ExpertWeights& ex, const float* residual, int32_t* ids);
 
   FfnEnv env_;
   OffloadedFfn& offload_;
@@ -55,6 +56,8 @@ class OffloadedSparseMoeFfn : public FfnStrategy {
   std::vector<int32_t> active_;        // (n_ff)
   std::vector<float> hidden_, scores_; // predictor: (max rank), (n_ff)
   std::vector<float> normed_;          // (n_embd) prefetch: the residual through ffn_norm
+  std::vector<int32_t> predicted_;     // (k * n_ff) prefetch: each routed expert's predicted ids
+  std::vector<OffloadedFfn::Predicted> lists_;  // (k) prefetch: the units and their lists
 };
 
 }  // namespace ember

@@ -16,6 +16,7 @@ OffloadedPack offloaded_pack(const gguf::GgufFile& file, const ModelConfig& c, c
   p.path = file.path();
   // The cache's layers are the pack's units: the layers, or each expert of each MoE layer.
   p.n_layer = c.n_layer * std::max<int64_t>(1, c.n_expert);
+  p.layers_per_step = static_cast<uint32_t>(c.is_moe() ? c.n_expert_used : 1);
   p.n_embd = c.n_embd;
   p.n_ff = c.n_ff;
   p.activation = c.activation;

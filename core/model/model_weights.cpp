@@ -334,23 +334,28 @@ MatrixView ModelWeights::bind_matrix(const gguf::GgufFile& file, const std::stri
   if (!map_data) return m;
   m.data = data_of(file, t, /*may_map=*/true);
   repack_if_enabled(m);
-  if (offload_bundles_ && load_ == WeightLoad::Mmap && m.repacked == nullptr && t.name != "token_embd.weight") {
-    // Not repacked (a type without an interleaved layout, or repacking off): own a copy instead.
-    maps_.back().release_pages(file.file(), t.offset);
-    m.data = read_into_buffer(file, t);
-  }
-  release_original_if_offloading(file, t, m);
+  settle_mapped_original(file, t, std::span<MatrixView>(&m, 1));
   return m;
 }
 
-void ModelWeights::release_original_if_offloading(const gguf::GgufFile& file, const gguf::TensorInfo& t,
-                                                  const MatrixView& m) {
-  // Under a memory budget a matrix should not count twice. Once repacked, matmul reads the repacked
-  // copy (the original only for rows past the last whole panel, if any, which then page back in).
-  // The embedding table is also read row by row for the input tokens: it keeps its original.
-  if (!offload_bundles_ || load_ != WeightLoad::Mmap || m.repacked == nullptr || t.name == "token_embd.weight") return;
+void ModelWeights::settle_mapped_original(const gguf::GgufFile& file, const gguf::TensorInfo& t,
+                                          std::span<MatrixView> views) {
+  // Under a memory budget a matrix should not count twice, nor stay mapped (data_of). Once every
+  // view is repacked, matmul reads the repacked copies (the original only for rows past the last
+  // whole panel, if any, which then page back in): the original is released. Otherwise (a type
+  // without an interleaved layout, or repacking off) the views read an owned copy. The embedding
+  // table is also read row by row for the input tokens: it keeps its mapped original.
+  if (!offload_bundles_ || load_ != WeightLoad::Mmap || t.name == "token_embd.weight") return;
+  const bool all_repacked =
+      std::all_of(views.begin(), views.end(), [](const MatrixView& v) { return v.repacked != nullptr; });
+  const auto* mapped = static_cast<const uint8_t*>(maps_.back().data());
   maps_.back().release_pages(file.file(), t.offset);
-  released_bytes_ += t.n_bytes;
+  if (all_repacked) {
+    released_bytes_ += t.n_bytes;
+    return;
+  }
+  const auto* copy = static_cast<const uint8_t*>(read_into_buffer(file, t));
+  for (MatrixView& v : views) v.data = copy + (static_cast<const uint8_t*>(v.data) - mapped);
 }
 
 void ModelWeights::repack_if_enabled(MatrixView& m) {

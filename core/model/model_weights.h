@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -125,7 +126,9 @@ class ModelWeights {
   // map_data false: shape and type checked, data left null (the tensor stays on storage).
   MatrixView bind_matrix(const gguf::GgufFile& file, const std::string& name, int64_t ne0, int64_t ne1,
                          bool map_data = true);
-  void release_original_if_offloading(const gguf::GgufFile& file, const gguf::TensorInfo& t, const MatrixView& m);
+  // Under a memory budget: the mapped tensor t, just bound to `views` (one matrix, or one per expert
+  // of a stacked tensor), is released when all of them are repacked, else copied (see definition).
+  void settle_mapped_original(const gguf::GgufFile& file, const gguf::TensorInfo& t, std::span<MatrixView> views);
   const float* bind_vector(const gguf::GgufFile& file, const std::string& name, int64_t n);
   // The tensor's bytes: mapped, or read into an owned buffer (WeightLoad::Read; under
   // offload_bundles everything but what may_map allows, see the definition).

@@ -106,6 +106,7 @@ std::vector<MatrixView> ModelWeights::bind_stacked(const gguf::GgufFile& file, c
     m.data = base + static_cast<uint64_t>(e) * expert_bytes;
     repack_if_enabled(m);
   }
+  settle_mapped_original(file, t, views);
   return views;
 }
 

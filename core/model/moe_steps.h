@@ -3,6 +3,7 @@
 // asking one expert's predictor which of its neurons will fire.
 #include <algorithm>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "core/model/ffn_strategy.h"
@@ -46,7 +47,8 @@ class TokenMixture {
   void route(const FfnEnv& env, int64_t layer, const float* x, MoeRouteObserver* observer) {
     route_tokens(env, layer, x, 1, logits_.data(), chosen_.data(), weights_.data(), observer);
   }
-  int32_t first_choice() const { return chosen_[0]; }
+  // The routed experts, most probable first (after route()).
+  std::span<const int32_t> chosen() const { return chosen_; }
   // out (n_embd) = sum over the routed experts of weight * run_expert(expert, expert_out), where
   // run_expert writes the expert's output into expert_out and returns the neurons it computed;
   // report.n_active gets their sum and report.select_ns the routing time.

@@ -22,7 +22,9 @@ SequenceGenerator::SequenceGenerator(InferenceContext& ctx, Sampler& sampler, st
       limits_(options.limits),
       prefill_chunk_(options.prefill_chunk),
       detok_(tok_),
-      stop_(options.stop) {
+      stop_(options.stop),
+      constraint_(options.constraint),
+      on_sampled_(options.on_sampled) {
   const auto n_prompt = static_cast<int64_t>(prompt_.size());
   const int64_t cached = options.cached_prompt_tokens;
   if (prompt_.empty()) throw std::invalid_argument("the prompt is empty (no tokens to evaluate)");
@@ -46,6 +48,7 @@ SequenceGenerator::SequenceGenerator(InferenceContext& ctx, Sampler& sampler, st
   // The penalties look at the whole prompt, cached part included, exactly as without reuse.
   for (int32_t t : prompt_) sampler_.accept(t);
   text_.reserve(256);
+  if (constraint_ || on_sampled_) masked_.resize(static_cast<size_t>(sampler_.n_vocab()));
 }
 
 void SequenceGenerator::step(const TokenSink& sink) {
@@ -78,6 +81,11 @@ void SequenceGenerator::cancel(const TokenSink& sink) {
 }
 
 void SequenceGenerator::sample_and_emit(const float* logits, const TokenSink& sink) {
+  if (!masked_.empty()) {
+    std::copy(logits, logits + masked_.size(), masked_.begin());
+    if (constraint_) constraint_->mask(masked_);
+    logits = masked_.data();
+  }
   const std::optional<int32_t> sampled = sampler_.sample(logits);
   // Every token is masked (logit_bias -100 on all of them, say): there is nothing the request
   // allows to emit, so the generation ends here as if the model had ended it ("stop" in the API),
@@ -85,9 +93,11 @@ void SequenceGenerator::sample_and_emit(const float* logits, const TokenSink& si
   if (!sampled) return finish(FinishReason::EndOfGeneration, sink);
   const int32_t next = *sampled;
   sampler_.accept(next);
+  if (constraint_) constraint_->accept(next);
   if (limits_.stop_at_end_of_generation && tok_.is_end_of_generation(next)) {
     return finish(FinishReason::EndOfGeneration, sink);
   }
+  if (on_sampled_) on_sampled_(next, std::span<const float>(masked_));
   ++stats_.generated_tokens;
   text_.clear();
   const bool hit = stop_.push(detok_.push(next), text_);

@@ -8,6 +8,7 @@
 // tokenizer's piece strings fit the small-string buffer for ordinary tokens.
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "core/model/generator.h"
 #include "core/model/inference_context.h"
 #include "core/model/stop_sequences.h"
+#include "core/sampling/logit_constraint.h"
 #include "core/sampling/sampler.h"
 #include "core/tokenizer/tokenizer.h"
 
@@ -29,6 +31,13 @@ struct SequenceOptions {
   int64_t cached_prompt_tokens = 0;
   // Prompt tokens evaluated per step(); 0: the whole (remaining) prompt in one step.
   int64_t prefill_chunk = 0;
+  // Constrained decoding: masks each step's logits (a copy) before the sampler sees them, and is
+  // told the token drawn. Null: none. Must outlive the generator.
+  LogitConstraint* constraint = nullptr;
+  // Called for each generated token (not an end-of-generation one) with the logits it was sampled
+  // from: the model's, after the constraint, before the sampler's stages (bias, penalties,
+  // temperature). For log-probabilities; empty: not called.
+  std::function<void(int32_t token, std::span<const float> logits)> on_sampled;
 };
 
 class SequenceGenerator {
@@ -72,6 +81,9 @@ class SequenceGenerator {
   std::string text_;  // the text released by the current step, reused
   Phase phase_ = Phase::Prefill;
   int32_t last_token_ = -1;  // sampled, not yet evaluated
+  LogitConstraint* constraint_;
+  std::function<void(int32_t, std::span<const float>)> on_sampled_;
+  std::vector<float> masked_;  // the constrained copy of the logits (sized once when needed)
   GenerationStats stats_;
 };
 

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/kernels/kernel_impl.h"
 #include "core/kernels/type_traits.h"
 #include "core/sparse/axpy.h"
 
@@ -109,8 +110,9 @@ void neuron_rows_matmul_reference(const MatrixView& rows, const float* h, int64_
     for (int64_t t = 0; t < n_tokens; ++t) {
       const float a = h[t * h_stride + i];
       if (a == 0.0f) continue;
-      float* y = out + t * out_stride;
-      for (int64_t e = 0; e < E; ++e) y[e] += a * row[static_cast<size_t>(e)];
+      // The scalar axpy rounds each product before the add: a plain y += a * x here would be fused
+      // into one fma wherever the target has one (aarch64's base ISA), a different float.
+      generic::axpy_f32(E, a, row.data(), out + t * out_stride);
     }
   }
 }

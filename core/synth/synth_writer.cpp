@@ -192,6 +192,9 @@ SynthResult write_synth_model(const SynthOptions& options, const SynthProgress& 
                                 " is not one synth writes (F32, F16, Q8_0, Q4_0, Q4_K)");
   if (options.output_path.empty()) throw std::invalid_argument("synth: no output path");
   ModelShape shape = preset_shape(options.preset);
+  if (options.n_layers < 0 || options.n_layers > 1024)
+    throw std::invalid_argument("synth: --layers " + std::to_string(options.n_layers) + " is outside [1, 1024]");
+  if (options.n_layers > 0) shape.n_layers = options.n_layers;
   if ((options.predictor || options.down_transposed || options.predictor_rank != 0) &&
       options.activation == FfnActivation::SiLU)
     throw std::invalid_argument(

@@ -36,6 +36,11 @@ struct SynthOptions {
   // Also write blk.N.ffn_down_t.weight ({n_embd, n_ff}, one row per neuron). Sparse mixtures of
   // experts always write ffn_down_t_exps instead of ffn_down_exps, whatever this says.
   bool down_transposed = false;
+  // > 0: this many layers instead of the preset's: a shallower model of the same shape, whose
+  // per-layer work (and so its per-layer timing) is the full model's. Its layers draw the same
+  // weights as the full model's first layers, except the residual-writing projections, which are
+  // scaled for the depth.
+  int64_t n_layers = 0;
 };
 
 // "silu", "relu", "drelu" (the values of llama.ffn_activation); nullopt for anything else.

@@ -486,7 +486,68 @@ void prefetch_fault(Backend backend) {
   fx.cache.check_consistency();
 }
 
+// One prefetch for several layers at once (a mixture's routed experts), then each layer's fetch:
+// what the prefetch read is resident for every one of them, counted once as used.
+void prefetch_several_layers(Backend backend) {
+  const SyntheticPack pack;
+  const io_test::TestFile tmp(io_test::disk_dir(), pack.contents);
+  const io::DirectFile file = io::DirectFile::open(tmp.path());
+  auto reader = make_reader(backend, file, kLayers * kMaxActive);  // one window: room for every read
+  const CacheLayerShape shapes[] = {{kNff, kBundle, 0}, {kNff, kBundle, 4}, {kNff, kBundle, 0}};
+  NeuronCache cache(shapes, kLayers * kNff);  // room for every bundle: nothing prefetched is evicted
+  load_hot_prefixes(cache, *reader, file, pack.offsets);
+  BundleFetcher fetcher(cache, *reader, file, {.max_active = kMaxActive, .max_prefetch_layers = kLayers});
+  std::mt19937 rng(21);
+  std::array<std::vector<int32_t>, kLayers> predicted;
+  std::vector<int> seen(kMaxActive);
+  int bad = 0;
+  long allocations = 0;
+  for (int token = 0; token < 40; ++token) {
+    const long before = cache_test::allocations();
+    std::array<PrefetchRequest, kLayers> requests;
+    for (uint32_t l = 0; l < kLayers; ++l) {
+      predicted[l].reserve(kMaxActive);
+      random_active(rng, 1 + rng() % kMaxActive, predicted[l]);
+      requests[l] = PrefetchRequest{l, predicted[l], pack.offsets[l]};
+    }
+    cache.begin_step();
+    fetcher.prefetch(requests);
+    for (uint32_t l = 0; l < kLayers; ++l) {
+      CHECK((fetcher.prefetch_in_flight() ? fetcher.prefetch_covers(l) : true));
+      cache.begin_step();
+      bad += fetch_and_check(fetcher, l, predicted[l], pack.offsets[l], seen);
+    }
+    if (token >= 5) allocations += cache_test::allocations() - before;
+  }
+  CHECK(bad == 0);
+  CHECK(allocations == 0);
+  const FetcherStats& fs = fetcher.stats();
+  CHECK(fs.prefetched_used > 0);
+  // Every bundle was read by a prefetch (the first layer's fetch drains it, the others find theirs
+  // resident), and each was asked for once.
+  CHECK(fs.bundles_read == fs.prefetched_bundles);
+  CHECK(fs.prefetched_used == fs.prefetched_bundles);
+  CHECK(cache.pending() == 0);
+  cache.check_consistency();
+
+  // Refused: more layers than max_prefetch_layers, and a layer listed twice.
+  BundleFetcher one(cache, *reader, file, {.max_active = kMaxActive});
+  const std::vector<int32_t> some = {1, 2};
+  const PrefetchRequest two[] = {{0, some, pack.offsets[0]}, {1, some, pack.offsets[1]}};
+  CHECK_THROWS_AS(one.prefetch(two), std::invalid_argument);
+  const PrefetchRequest twice[] = {{2, some, pack.offsets[2]}, {2, some, pack.offsets[2]}};
+  CHECK_THROWS_AS(fetcher.prefetch(twice), std::invalid_argument);
+  CHECK(cache.pending() == 0);
+}
+
 }  // namespace
+
+TEST_CASE("bundle fetcher: one prefetch reads ahead for several layers") {
+  for (Backend backend : backends("bundle fetcher multi-layer prefetch")) {
+    CAPTURE(name(backend));
+    prefetch_several_layers(backend);
+  }
+}
 
 TEST_CASE("bundle fetcher: prefetched bundles are found by the next fetch; a prefetch never fails a step") {
   for (Backend backend : backends("bundle fetcher prefetch")) {

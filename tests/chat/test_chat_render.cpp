@@ -132,14 +132,14 @@ TEST_CASE("developer is rendered as system") {
 }
 
 TEST_CASE("an unknown role throws std::invalid_argument naming it") {
-  const std::vector<ChatMessage> bad{{"user", "Hi"}, {"tool", "{}"}};
+  const std::vector<ChatMessage> bad{{"user", "Hi"}, {"function", "{}"}};
   for (auto t : {ChatTemplate::Llama2, ChatTemplate::ChatML, ChatTemplate::Gemma}) {
     try {
       ember::render_chat(t, bad, true, "<s>", "</s>");
       FAIL("expected std::invalid_argument");
     } catch (const std::invalid_argument& e) {
       const std::string msg = e.what();
-      CHECK(msg.find("'tool'") != std::string::npos);
+      CHECK(msg.find("'function'") != std::string::npos);
       CHECK(msg.find("message 1") != std::string::npos);
     }
   }

@@ -266,10 +266,13 @@ def probe_special_tokens_in_content(d):
 
 
 UNSUPPORTED = [
-    (CHAT, "response_format", {"response_format": {"type": "json_object"}}),
-    (CHAT, "tools", {"tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]}),
-    (CHAT, "tool_choice", {"tool_choice": "auto"}),
-    (CHAT, "logprobs", {"logprobs": True}),
+    (CHAT, "response_format", {"response_format": {"type": "json_schema", "json_schema": {"schema": {"not": {}}}}}),
+    (CHAT, "tools", {"tools": [{"type": "function", "function": {"name": "f", "parameters": {
+        "type": "object", "properties": {"x": {"type": "array", "uniqueItems": True}}}}}], "tool_choice": "required"}),
+    (CHAT, "tool_choice", {"tool_choice": {"type": "function", "function": {"name": "not_in_tools"}}}),
+    (CHAT, "functions", {"functions": [{"name": "f"}]}),
+    (COMPLETIONS, "tools", {"tools": [{"type": "function", "function": {"name": "f"}}]}),
+    (CHAT, "logprobs", {"logprobs": "yes"}),
     (CHAT, "top_logprobs", {"top_logprobs": 2}),
     (COMPLETIONS, "echo", {"echo": True}),
     (COMPLETIONS, "suffix", {"suffix": "x"}),
@@ -284,7 +287,8 @@ def base_body(path):
 
 
 def probe_unsupported_fields(d):
-    """f. Fields Ember does not implement are 400 naming the field (not silently ignored);
+    """f. Fields Ember does not implement, or values it cannot honour (a schema keyword it cannot
+    enforce), are 400 naming the field (not silently ignored);
     response_format {"type":"text"} is 200."""
     bad = []
     for path, field, extra in UNSUPPORTED:

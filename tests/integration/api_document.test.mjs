@@ -84,5 +84,11 @@ test('the request schemas accept what OpenAI clients send and name the local ext
     assert.ok(fields[f], `request field ${f} is documented`);
   }
   assert.throws(() => assertSchema('CompletionRequest', { prompt: 'x', stop: ['a', 'b', 'c', 'd', 'e'] }), /does not match/);
-  assert.throws(() => assertSchema('ChatCompletionRequest', { messages: [{ role: 'tool', content: 'x' }] }), /does not match/);
+  assert.throws(() => assertSchema('ChatCompletionRequest', { messages: [{ role: 'function', content: 'x' }] }), /does not match/);
+  assertSchema('ChatCompletionRequest', {
+    messages: [{ role: 'tool', content: 'x', tool_call_id: 'call_1' }],
+    tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object' } } }],
+    tool_choice: 'required',
+    n: 2,
+  });
 });

@@ -88,7 +88,7 @@ describe('invalid requests', () => {
       [{ ...chatBody, max_tokens: 100000 }, 'max_tokens'],  // beyond the context window
       [{ ...chatBody, temperature: -1 }, 'temperature'],
       [{ ...chatBody, top_p: 2 }, 'top_p'],
-      [{ ...chatBody, n: 2 }, 'n'],
+      [{ ...chatBody, n: 17 }, 'n'],
       [{ ...chatBody, seed: 1e30 }, 'seed'],
     ];
     const failures = [];

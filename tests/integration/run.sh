@@ -26,7 +26,7 @@ export EMBER_FIXTURES
 command -v node >/dev/null 2>&1 || skip "node is not installed (Node.js 20 or newer is needed)"
 node_major="$(node -p 'process.versions.node.split(".")[0]')"
 [ "$node_major" -ge 20 ] 2>/dev/null || skip "node $(node --version) is too old (20 or newer is needed)"
-[ -d "$here/node_modules/openai" ] && [ -d "$here/node_modules/ajv" ] && [ -d "$here/node_modules/yaml" ] ||
+[ -d "$here/node_modules/openai" ] && [ -d "$here/node_modules/ai" ] && [ -d "$here/node_modules/@langchain/openai" ] && [ -d "$here/node_modules/ajv" ] && [ -d "$here/node_modules/yaml" ] ||
   skip "the npm packages are not installed (run scripts/setup-integration-tests.sh)"
 [ -f "$EMBER_FIXTURES/models/stories260K.gguf" ] ||
   skip "fixture $EMBER_FIXTURES/models/stories260K.gguf not found (set EMBER_FIXTURES or run scripts/fetch-fixtures.sh)"

@@ -27,4 +27,9 @@ inline std::vector<uint8_t> quantize(const KernelTraits& t, const std::vector<fl
 inline const GgmlType kComputeTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q8_0,
                                          GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q6_K};
 
+// Every kernel set there is; tests keep those this build and CPU run (kernel_traits_for,
+// sparse_kernels_for) and compare each against the scalar reference.
+inline const KernelSet kAllKernelSets[] = {KernelSet::Scalar, KernelSet::Avx2, KernelSet::Avx512Vnni, KernelSet::Neon,
+                                           KernelSet::NeonDotprod};
+
 }  // namespace ember::test

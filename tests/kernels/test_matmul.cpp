@@ -105,3 +105,44 @@ TEST_CASE("matmul with a repack_for_matmul() copy matches matmul_reference") {
     }
   }
 }
+
+// The block types' prefill paths (register tiles, panels) and decode paths (row kernels, panels)
+// at every token count from 1 to 17 (whole 4-token tiles plus every remainder) and row counts that
+// are not multiples of the tile or panel height, with and without a repacked copy.
+TEST_CASE("matmul of Q4_0/Q8_0 matches matmul_reference at token counts 1..17 and odd row counts") {
+  const int64_t cols = 32 * 7;
+  ThreadPool pool(2);
+  MatmulScratch scratch;
+  scratch.reserve(17, cols);
+  for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q8_0}) {
+    for (int64_t rows : {1, 3, 6, 13, 21}) {
+      const auto wf = random_floats(static_cast<size_t>(rows * cols), 300 + rows, 0.05f);
+      const auto w = quantize(*kernel_traits(type), wf);
+      MatrixView view{type, cols, rows, w.data(), row_bytes(type, cols)};
+      const std::vector<uint8_t> repacked = repack_for_matmul(view);
+      for (bool use_repacked : {false, true}) {
+        if (use_repacked && repacked.empty()) continue;
+        view.repacked = use_repacked ? repacked.data() : nullptr;
+        for (int64_t tokens = 1; tokens <= 17; ++tokens) {
+          CAPTURE(type_name(type));
+          CAPTURE(rows);
+          CAPTURE(use_repacked);
+          CAPTURE(tokens);
+          const auto x = random_floats(static_cast<size_t>(tokens * cols), 700 + tokens);
+          std::vector<float> y(static_cast<size_t>(tokens * rows), NAN), ref(y.size(), NAN);
+          matmul(view, x.data(), tokens, cols, y.data(), rows, pool, scratch);
+          matmul_reference(view, x.data(), tokens, cols, ref.data(), rows);
+          int bad = 0;
+          for (int64_t tok = 0; tok < tokens; ++tok) {
+            for (int64_t r = 0; r < rows; ++r) {
+              double magnitude = 0;
+              for (int64_t c = 0; c < cols; ++c) magnitude += std::fabs(wf[r * cols + c] * x[tok * cols + c]);
+              if (!(std::fabs(y[tok * rows + r] - ref[tok * rows + r]) <= 1e-4 * magnitude + 1e-6)) ++bad;
+            }
+          }
+          CHECK(bad == 0);
+        }
+      }
+    }
+  }
+}

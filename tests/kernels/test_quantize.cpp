@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "core/kernels/fp16.h"
 #include "core/kernels/quant_blocks.h"
@@ -134,4 +136,36 @@ TEST_CASE("active quantizers dequantize like the scalar ones") {
   size_t differing = 0;
   for (size_t i = 0; i < qa.size(); ++i) differing += qa[i] != qs[i];
   CHECK(differing <= qa.size() / 100);
+}
+
+TEST_CASE("every runnable set's to_float is the scalar one, and its Q8_0 quantizer differs only on ties") {
+  const auto x = random_floats(1024, 6);
+  for (KernelSet set : ember::test::kAllKernelSets) {
+    if (kernel_traits_for(set, GgmlType::F32) == nullptr) continue;
+    CAPTURE(std::string(kernel_set_name(set)));
+    for (GgmlType type : ember::test::kComputeTypes) {
+      CAPTURE(type_name(type));
+      const KernelTraits* fast = kernel_traits_for(set, type);
+      const KernelTraits* scalar = scalar_kernel_traits(type);
+      const auto q = quantize(*scalar, x);
+      std::vector<float> a(x.size()), s(x.size());
+      fast->to_float(q.data(), a.data(), 1024);
+      scalar->to_float(q.data(), s.data(), 1024);
+      CHECK(std::memcmp(a.data(), s.data(), a.size() * sizeof(float)) == 0);
+      // F16 rows: the same bits as the scalar conversion.
+      if (type == GgmlType::F16) CHECK(quantize(*fast, x) == q);
+    }
+    const auto qa = quantize(*kernel_traits_for(set, GgmlType::Q8_0), x);
+    const auto qs = quantize(*scalar_kernel_traits(GgmlType::Q8_0), x);
+    size_t differing = 0;
+    for (size_t i = 0; i < qa.size(); ++i) differing += qa[i] != qs[i];
+    CHECK(differing <= qa.size() / 100);
+    // The scales are the same halves; only a quant on an exact tie may move, by one.
+    const auto* ba = reinterpret_cast<const block_q8_0*>(qa.data());
+    const auto* bs = reinterpret_cast<const block_q8_0*>(qs.data());
+    for (size_t b = 0; b < x.size() / 32; ++b) {
+      CHECK(ba[b].d == bs[b].d);
+      for (int j = 0; j < 32; ++j) CHECK(std::abs(ba[b].qs[j] - bs[b].qs[j]) <= 1);
+    }
+  }
 }

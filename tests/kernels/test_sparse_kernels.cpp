@@ -28,7 +28,7 @@ struct NamedSet {
 // Every set that runs here, the scalar reference included.
 std::vector<NamedSet> runnable_sets() {
   std::vector<NamedSet> sets;
-  for (KernelSet set : {KernelSet::Scalar, KernelSet::Avx2, KernelSet::Avx512Vnni}) {
+  for (KernelSet set : test::kAllKernelSets) {
     if (const SparseKernels* k = sparse_kernels_for(set)) sets.push_back({kernel_set_name(set), k});
   }
   return sets;
@@ -204,10 +204,12 @@ TEST_CASE("multi-row prepared Q4_0 dot: bit for bit the set's one-row dot, for e
 }
 
 TEST_CASE("EMBER_KERNELS names: the documented ones parse, anything else is an error") {
-  for (KernelSet set : {KernelSet::Scalar, KernelSet::Avx2, KernelSet::Avx512Vnni}) {
+  for (KernelSet set : test::kAllKernelSets) {
     CHECK(parse_kernel_set(kernel_set_name(set)) == set);
   }
   CHECK(std::string(kernel_set_name(KernelSet::Avx2)) == "avx2");
+  CHECK(std::string(kernel_set_name(KernelSet::Neon)) == "neon");
+  CHECK(std::string(kernel_set_name(KernelSet::NeonDotprod)) == "neon-dotprod");
   CHECK_THROWS_AS(parse_kernel_set("avx3"), std::invalid_argument);
   CHECK_THROWS_AS(parse_kernel_set("SCALAR"), std::invalid_argument);
 }

@@ -56,6 +56,48 @@ TEST_CASE("active vec_dot matches the scalar reference, and both match the float
   }
 }
 
+TEST_CASE("every runnable set's vec_dot matches the scalar reference") {
+  // The active-set case above covers one set per run; this one covers each set the CPU runs (on
+  // an ARMv8.2 CPU both NEON sets, whatever EMBER_KERNELS says).
+  for (KernelSet set : ember::test::kAllKernelSets) {
+    if (kernel_traits_for(set, GgmlType::F32) == nullptr) continue;
+    for (GgmlType type : ember::test::kComputeTypes) {
+      const KernelTraits* fast = kernel_traits_for(set, type);
+      const KernelTraits* scalar = scalar_kernel_traits(type);
+      REQUIRE(fast != nullptr);
+      const KernelTraits* act_traits = scalar_kernel_traits(scalar->vec_dot_type);
+      const bool integer_kernel = type != GgmlType::F32 && type != GgmlType::F16 && type != GgmlType::BF16;
+      const double tolerance = integer_kernel ? 1e-5 : 1e-4;
+      for (int64_t n : {256, 512, 256 * 11}) {
+        for (uint32_t seed = 1; seed <= 3; ++seed) {
+          CAPTURE(std::string(kernel_set_name(set)));
+          CAPTURE(type_name(type));
+          CAPTURE(n);
+          const auto w = quantize(*scalar, random_floats(n, seed * 107, 0.05f));
+          const auto a = quantize(*act_traits, random_floats(n, seed * 109 + 1, 2.0f));
+          double expected, magnitude;
+          float_dot(*scalar, w, *act_traits, a, n, expected, magnitude);
+          const float reference = scalar->vec_dot(n, w.data(), a.data());
+          CHECK(std::fabs(fast->vec_dot(n, w.data(), a.data()) - reference) <= tolerance * magnitude);
+        }
+      }
+    }
+    for (GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::BF16}) {
+      for (int64_t n : {1, 3, 7, 9, 17, 33, 100}) {
+        CAPTURE(std::string(kernel_set_name(set)));
+        CAPTURE(type_name(type));
+        CAPTURE(n);
+        const KernelTraits* t = kernel_traits_for(set, type);
+        const auto w = quantize(*t, random_floats(n, 23));
+        const auto a = quantize(*t, random_floats(n, 24));
+        double expected, magnitude;
+        float_dot(*t, w, *t, a, n, expected, magnitude);
+        CHECK(std::fabs(t->vec_dot(n, w.data(), a.data()) - expected) <= 1e-5 * magnitude + 1e-6);
+      }
+    }
+  }
+}
+
 TEST_CASE("F32/F16/BF16 dots handle lengths that are not a multiple of the SIMD width") {
   for (GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::BF16}) {
     for (int64_t n : {1, 7, 9, 33, 100}) {

@@ -134,7 +134,7 @@ TEST_CASE("server: invalid requests get 400 and the connection keeps serving") {
       R"({"prompt":"x","min_p":2})",
       R"({"prompt":"x","seed":"abc"})",
       R"({"prompt":"x","stream":"yes"})",
-      R"({"prompt":"x","n":2})",
+      R"({"prompt":"x","n":17})",
   };
   for (const auto& body : bad) {
     CAPTURE(body);

@@ -135,9 +135,50 @@ TEST_CASE("completion events: a non-streaming answer is 200 with the text, or 50
   shape.model = "tiny";
   CompletionEvents events(shape);
   ember::GenerationStats stats;
-  Response ok = events.whole_response("hello", stats, nullptr);
+  Response ok = events.whole_response({ChoiceResult{"hello", {}, stats}}, nullptr);
   CHECK(ok.result() == boost::beast::http::status::ok);
   CHECK(json::parse(ok.body())["choices"][0]["text"] == "hello");
-  Response bad = events.whole_response("", stats, std::make_exception_ptr(std::runtime_error("boom")));
+  Response bad = events.whole_response({}, std::make_exception_ptr(std::runtime_error("boom")));
   CHECK(bad.result() == boost::beast::http::status::internal_server_error);
+}
+
+TEST_CASE("completion events: n choices, numbered in order; usage counts them all and the cached prefix once") {
+  CompletionShape shape;
+  shape.chat = true;
+  shape.id = "chatcmpl-3";
+  shape.model = "tiny";
+  shape.prompt_tokens = 10;
+  ember::GenerationStats first, second;
+  first.generated_tokens = 4;
+  first.cached_prompt_tokens = 6;
+  first.finish = ember::FinishReason::EndOfGeneration;
+  second.generated_tokens = 5;
+  second.cached_prompt_tokens = 9;  // the second choice reuses the first's prompt: not a client's saving
+  CompletionEvents whole(shape);
+  const json body = json::parse(whole.whole_response({ChoiceResult{"a", {}, first}, ChoiceResult{"b", {}, second}}, nullptr).body());
+  REQUIRE(body["choices"].size() == 2);
+  CHECK(body["choices"][1]["index"] == 1);
+  CHECK(body["choices"][1]["message"]["content"] == "b");
+  CHECK(body["choices"][0]["finish_reason"] == "stop");
+  CHECK(body["choices"][1]["finish_reason"] == "length");
+  CHECK(body["usage"]["completion_tokens"] == 9);
+  CHECK(body["usage"]["prompt_tokens_details"]["cached_tokens"] == 6);
+
+  shape.stream = true;
+  shape.include_usage = true;
+  CompletionEvents stream(shape);
+  std::string out = stream.text("a");
+  out += stream.choice_end(first);
+  out += stream.text("b");
+  out += stream.done(second, nullptr);
+  std::vector<json> chunks;
+  for (size_t at = out.find("data: {"); at != std::string::npos; at = out.find("data: {", at + 1)) {
+    chunks.push_back(json::parse(out.substr(at + 6, out.find("\n\n", at) - at - 6)));
+  }
+  std::vector<int> order;
+  for (const json& c : chunks) {
+    if (!c["choices"].empty()) order.push_back(c["choices"][0]["index"].get<int>());
+  }
+  CHECK(order == std::vector<int>{0, 0, 0, 1, 1, 1});  // role, text, finish per choice
+  CHECK(chunks.back()["usage"]["completion_tokens"] == 9);
 }

@@ -164,3 +164,32 @@ TEST_CASE("--vocab-from copies another model's tokenizer and sizes the model by 
   CHECK(f.find_tensor("output.weight")->ne[1] == 512);
   std::filesystem::remove(o.output_path);
 }
+
+TEST_CASE("--layers writes the preset's shape with fewer layers, drawing the same weights") {
+  SynthOptions o;
+  o.preset = "tiny";
+  o.threads = 2;
+  o.n_layers = 1;
+  o.output_path = temp_path("one-layer.gguf");
+  write_synth_model(o);
+  const std::string full = write_tiny("two-layers.gguf", GgmlType::Q4_0, 0);
+  const auto a = gguf::GgufFile::open(o.output_path);
+  const auto b = gguf::GgufFile::open(full);
+  CHECK(a.metadata().get_uint("llama.block_count") == 1u);
+  CHECK(a.find_tensor("blk.1.attn_q.weight") == nullptr);
+  // Layer 0 draws the full model's weights (the residual-writing projections aside, which are
+  // scaled for the depth).
+  const auto* qa = a.find_tensor("blk.0.attn_q.weight");
+  const auto* qb = b.find_tensor("blk.0.attn_q.weight");
+  REQUIRE(qa != nullptr);
+  REQUIRE(qb != nullptr);
+  REQUIRE(qa->n_bytes == qb->n_bytes);
+  std::vector<uint8_t> ba(qa->n_bytes), bb(qb->n_bytes);
+  a.read_tensor(*qa, ba.data());
+  b.read_tensor(*qb, bb.data());
+  CHECK(ba == bb);
+  o.n_layers = -1;
+  CHECK_THROWS_AS(write_synth_model(o), std::invalid_argument);
+  std::filesystem::remove(o.output_path);
+  std::filesystem::remove(full);
+}

@@ -91,3 +91,25 @@ TEST_CASE("ember run without a model creates and uses the built-in demo model") 
   if (f) std::fclose(f);
   std::system(("rm -rf " + cache).c_str());
 }
+
+TEST_CASE("ember bench --prompt-file measures the text's first tokens and refuses a text that is too short" *
+          ember::test::needs_fixtures) {
+  auto model = ember::test::fixture("models/stories260K.gguf");
+  if (!model) return;
+  const std::string text = "/tmp/ember-cli-test-prompt-" + std::to_string(::getpid()) + ".txt";
+  if (FILE* f = std::fopen(text.c_str(), "wb")) {
+    std::fputs("Once upon a time there was a little girl who loved to play in the park.", f);
+    std::fclose(f);
+  }
+  const std::string base = "bench -m " + model->string() + " -t 1 --gen-tokens 2 --runs 1 --json --prompt-file " + text;
+  Result r = run_ember(base + " --prompt-tokens 6");
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("\"prompt_tokens\":6") != std::string::npos);
+  CHECK(r.out.find("\"prompt\":\"" + text + "\"") != std::string::npos);
+
+  r = run_ember(base + " --prompt-tokens 500");
+  CHECK(r.exit_code != 0);
+  CHECK(r.err.find(text) != std::string::npos);
+  CHECK(r.err.find("fewer than --prompt-tokens 500") != std::string::npos);
+  std::remove(text.c_str());
+}

@@ -65,7 +65,7 @@ TEST_CASE("ember serve: memory flags and variables in --print-config") {
   json j = print_config("", "");
   CHECK(j["memory"]["budget"] == "");
   CHECK(j["memory"]["io_backend"] == "auto");
-  CHECK(j["memory"]["prefetch"] == true);
+  CHECK(j["memory"]["prefetch"] == "auto");
   CHECK(j["memory"]["activation_state"].is_null());
   CHECK(j["memory"]["replan_tokens"] == 8192);
 
@@ -85,6 +85,10 @@ TEST_CASE("ember serve: memory flags and variables in --print-config") {
   CHECK(j["memory"]["io_backend"] == "uring");
   CHECK(j["memory"]["activation_state"] == "");
   CHECK(j["memory"]["replan_tokens"] == 0);
+  // --prefetch forces it on (a mixture of experts defaults to off); EMBER_PREFETCH=auto is the default.
+  CHECK(print_config("EMBER_PREFETCH=false", "--prefetch")["memory"]["prefetch"] == true);
+  CHECK(print_config("EMBER_PREFETCH=auto", "")["memory"]["prefetch"] == "auto");
+  CHECK(serve("", "--prefetch --no-prefetch").exit_code != 0);
 
   const Run help = serve("", "--help");
   for (const char* flag : {"--memory-budget", "--io-backend", "--no-prefetch", "--activation-state", "--replan-tokens"}) {

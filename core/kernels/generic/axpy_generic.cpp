@@ -7,13 +7,32 @@
 #include "core/kernels/quant_blocks.h"
 
 namespace ember::generic {
+namespace {
+
+// a * x rounded to float on its own. GCC contracts y + a * x into one fma (one rounding) by
+// default wherever the target has a scalar fma: aarch64's base ISA, x86 built with -mfma or
+// -march=native. The empty asm makes the product an opaque value in a float register.
+inline float rounded_product(float a, float x) {
+  float p = a * x;
+#if defined(__aarch64__)
+  __asm__("" : "+w"(p));
+#elif defined(__x86_64__)
+  __asm__("" : "+x"(p));
+#else
+  volatile float opaque = p;
+  p = opaque;
+#endif
+  return p;
+}
+
+}  // namespace
 
 void axpy_f32(int64_t n, float a, const float* x, float* y) {
-  for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
+  for (int64_t i = 0; i < n; ++i) y[i] += rounded_product(a, x[i]);
 }
 
 void axpy_f16(int64_t n, float a, const uint16_t* x, float* y) {
-  for (int64_t i = 0; i < n; ++i) y[i] += a * fp16_to_fp32(x[i]);
+  for (int64_t i = 0; i < n; ++i) y[i] += rounded_product(a, fp16_to_fp32(x[i]));
 }
 
 // One rounding per value: y + (q - 8) * (a * d) fused. (q - 8) is exact in float; a * d is rounded

@@ -1,5 +1,6 @@
 // Starts the real `ember serve` on a free loopback port and stops it again. Every test file starts
 // its own daemon(s) with the flags it needs, so files do not depend on each other's state.
+import { after, before } from 'node:test';
 import { spawn } from 'node:child_process';
 import net from 'node:net';
 import { emberBinary, modelPath } from './env.mjs';
@@ -119,4 +120,19 @@ export async function startDaemon({ args = [], env = {}, model = modelPath, read
     throw new Error(`the daemon did not answer GET /health with 200 within ${readyTimeoutMs} ms\n${daemon.describe()}`);
   }
   throw lastError;
+}
+
+// The usual test file's setup: a daemon on the fixture model for the whole file and an `openai`
+// client for it (no retries, so a failure shows at once). Registers the before/after hooks of
+// node:test; returns an object whose `daemon` and `client` are set once `before` ran.
+export function daemonWithClient(OpenAI, { timeout = 60_000, ...options } = {}) {
+  const ctx = { daemon: null, client: null };
+  before(async () => {
+    ctx.daemon = await startDaemon(options);
+    ctx.client = new OpenAI({ baseURL: `${ctx.daemon.baseUrl}/v1`, apiKey: 'not-needed', maxRetries: 0, timeout });
+  });
+  after(async () => {
+    await ctx.daemon?.stop();
+  });
+  return ctx;
 }
