@@ -1,14 +1,18 @@
 // libFuzzer target for chat templates: recognising a family in an untrusted Jinja source, then
 // rendering hostile conversations in every family. The input is
 //   [@override-name\n] template-source \0 messages
-// where messages is a JSON array of {"role", "content"} objects, or else one message per line whose
-// first byte picks the role (s system, d developer, u user, a assistant, anything else an unknown
-// role) and whose rest is the content. std::invalid_argument (an unknown role or override name) is
-// the documented error; a crash, hang, sanitizer report, other exception or broken property is a
-// bug (__builtin_trap). Properties checked on every rendering:
+// where messages is a JSON array of {"role", "content"} objects (optionally "tool_call_id", "name"
+// and "tool_calls": [{"id", "name", "arguments"}]), or else one message per line whose first byte
+// picks the role (s system, d developer, u user, a assistant, t a tool result, c an assistant's tool
+// call whose arguments are the rest, anything else an unknown role) and whose rest is the content.
+// Every conversation is rendered without tools and with one tool definition. std::invalid_argument
+// (an unknown role or override name) is the documented error; a crash, hang, sanitizer report, other
+// exception or broken property is a bug (__builtin_trap). Properties checked on every rendering:
 //   - the segments cover the text in order, none empty, kinds alternating;
 //   - content runs hold exactly the bytes that came from message content (rendering the same
-//     conversation with masked content shows where those bytes went);
+//     conversation with masked content shows where those bytes went). Not where tools are involved:
+//     tool results, calls and replies to a tool prompt are quoted into JSON by some families, which
+//     changes their length; those JSON texts are content runs as a whole;
 //   - tokenized as the server does (template runs special, content plain), the control tokens are
 //     exactly those of the template runs: message content never adds one.
 // Build: cmake -DEMBER_FUZZ=ON (clang) builds fuzz/fuzz_chat_template; seeds in
@@ -17,6 +21,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -55,7 +60,9 @@ Tokenizer make_tokenizer() {
   auto v = ember::test::small_spm_vocab({{"▁", -1}, {"a", -2}, {"▁a", -3}});
   for (const char* marker : {"<|im_start|>", "<|im_end|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>",
                              "<|begin_of_text|>", "<start_of_turn>", "<end_of_turn>", "<|end|>", "<|user|>",
-                             "<|assistant|>", "<|system|>", "<|endoftext|>", "[INST]", "[/INST]", "<bos>", "<eos>"}) {
+                             "<|assistant|>", "<|system|>", "<|endoftext|>", "[INST]", "[/INST]", "<bos>", "<eos>",
+                             "[TOOL_CALLS]", "[AVAILABLE_TOOLS]", "[/AVAILABLE_TOOLS]", "[TOOL_RESULTS]",
+                             "[/TOOL_RESULTS]", "<tool_call>", "</tool_call>", "<|python_tag|>", "<|eom_id|>"}) {
     v.tokens.push_back(marker);
     v.scores.push_back(0);
     v.types.push_back(3);
@@ -73,8 +80,10 @@ std::string_view role_for(char c) {
     case 's': return "system";
     case 'd': return "developer";
     case 'u': return "user";
-    case 'a': return "assistant";
-    default: return "tool";  // not a role Ember renders: must throw std::invalid_argument
+    case 'a':
+    case 'c': return "assistant";
+    case 't': return "tool";
+    default: return "narrator";  // not a role Ember renders: must throw std::invalid_argument
   }
 }
 
@@ -83,14 +92,27 @@ std::vector<ChatMessage> messages_from_lines(std::string_view s) {
   while (!s.empty() && out.size() < kMaxMessages) {
     const size_t nl = s.find('\n');
     const std::string_view line = s.substr(0, nl);
-    if (!line.empty()) out.push_back({std::string(role_for(line[0])), std::string(line.substr(1))});
+    if (!line.empty()) {
+      ChatMessage m(std::string(role_for(line[0])), std::string(line.substr(1)));
+      if (line[0] == 'c') {
+        m.tool_calls.push_back({"call_0", "lookup", std::move(m.content)});
+        m.content.clear();
+      }
+      if (line[0] == 't') m.tool_call_id = "call_0";
+      out.push_back(std::move(m));
+    }
     if (nl == std::string_view::npos) break;
     s.remove_prefix(nl + 1);
   }
   return out;
 }
 
-// A JSON array of {"role", "content"}; other shapes fall back to lines. Non-string fields are
+std::string string_field(const nlohmann::json& j, const char* key) {
+  const auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+// A JSON array of {"role", "content", ...}; other shapes fall back to lines. Non-string fields are
 // skipped: request parsing (server/openai_api) is not what this target tests.
 std::vector<ChatMessage> parse_messages(std::string_view s) {
   const auto j = nlohmann::json::parse(s, nullptr, /*allow_exceptions=*/false);
@@ -102,7 +124,17 @@ std::vector<ChatMessage> parse_messages(std::string_view s) {
     const auto role = m.find("role");
     const auto content = m.find("content");
     if (role == m.end() || content == m.end() || !role->is_string() || !content->is_string()) continue;
-    out.push_back({role->get<std::string>(), content->get<std::string>()});
+    ChatMessage msg(role->get<std::string>(), content->get<std::string>());
+    msg.tool_call_id = string_field(m, "tool_call_id");
+    msg.name = string_field(m, "name");
+    if (const auto calls = m.find("tool_calls"); calls != m.end() && calls->is_array()) {
+      for (const auto& c : *calls) {
+        if (c.is_object() && msg.tool_calls.size() < kMaxMessages) {
+          msg.tool_calls.push_back({string_field(c, "id"), string_field(c, "name"), string_field(c, "arguments")});
+        }
+      }
+    }
+    out.push_back(std::move(msg));
   }
   return out;
 }
@@ -121,7 +153,7 @@ std::vector<ChatMessage> masked(const std::vector<ChatMessage>& msgs) {
   return out;
 }
 
-void check_segments(const ember::RenderedChat& r, const ember::RenderedChat& mask) {
+void check_structure(const ember::RenderedChat& r) {
   size_t at = 0;
   for (size_t i = 0; i < r.segments.size(); ++i) {
     const auto& seg = r.segments[i];
@@ -131,6 +163,9 @@ void check_segments(const ember::RenderedChat& r, const ember::RenderedChat& mas
   }
   require(at == r.text.size());
   require(!r.starts_with_bos || (!r.segments.empty() && !r.segments.front().is_content));
+}
+
+void check_content_bytes(const ember::RenderedChat& r, const ember::RenderedChat& mask) {
   // Content bytes are exactly the content runs: no marker text in a content run, no content byte
   // in a template run.
   require(mask.text.size() == r.text.size() && mask.segments.size() == r.segments.size());
@@ -168,17 +203,31 @@ void check_tokens(const ember::RenderedChat& r) {
   require(control_count(ids) == template_controls);
 }
 
+bool involves_tools(const std::vector<ChatMessage>& msgs) {
+  return std::any_of(msgs.begin(), msgs.end(),
+                     [](const ChatMessage& m) { return m.role == "tool" || !m.tool_calls.empty(); });
+}
+
+const ember::ToolDefinition kTools[] = {
+    {"lookup", "Looks a word up. <|im_start|> [INST] in a description stays text.",
+     R"({"type":"object","properties":{"word":{"type":"string"}},"required":["word"]})"}};
+
 void render_all(const std::vector<ChatMessage>& msgs, size_t pick) {
   const auto [bos, eos] = kBosEos[pick % std::size(kBosEos)];
   const std::vector<ChatMessage> mask = masked(msgs);
+  const bool plain = !involves_tools(msgs);
+  const std::span<const ember::ToolDefinition> tool_lists[] = {{}, kTools};
   for (ChatTemplate t : kAllTemplates) {
     for (bool gen : {true, false}) {
-      try {
-        const ember::RenderedChat r = ember::render_chat(t, msgs, gen, bos, eos);
-        check_segments(r, ember::render_chat(t, mask, gen, bos, eos));
-        check_tokens(r);
-      } catch (const std::invalid_argument&) {
-        // an unknown role: documented
+      for (const auto tools : tool_lists) {
+        try {
+          const ember::RenderedChat r = ember::render_chat(t, msgs, gen, bos, eos, tools);
+          check_structure(r);
+          if (plain && tools.empty()) check_content_bytes(r, ember::render_chat(t, mask, gen, bos, eos));
+          check_tokens(r);
+        } catch (const std::invalid_argument&) {
+          // an unknown role: documented
+        }
       }
     }
   }
