@@ -39,6 +39,7 @@ std::string shutdown_events() {
 void CompletionEvents::begin_choice() {
   ++choice_;
   role_sent_ = false;
+  echo_sent_ = false;
   text_offset_ = 0;
   pending_logprobs_.clear();
   if (shape_.tool_syntax) tools_.emplace(*shape_.tool_syntax);
@@ -70,7 +71,7 @@ json CompletionEvents::usage(int64_t completion_tokens) const {
   json u{{"prompt_tokens", shape_.prompt_tokens},
          {"completion_tokens", completion_tokens},
          {"total_tokens", shape_.prompt_tokens + completion_tokens}};
-  u["prompt_tokens_details"] = json{{"cached_tokens", std::max<int64_t>(0, cached_prompt_tokens_)}};
+  u["prompt_tokens_details"] = json{{"cached_tokens", cached_prompt_tokens_}};
   return u;
 }
 
@@ -114,6 +115,7 @@ std::string CompletionEvents::text(std::string_view piece) {
     if (text.empty()) return out;  // held (a possible call): its tokens' logprobs wait with it
   }
   if (!shape_.chat) {
+    add_echo(out);
     add(out, completion_chunk(shape_.id, shape_.created, shape_.model, text, std::nullopt, take_logprobs()));
   } else {
     add_role_chunk(out);
@@ -124,7 +126,7 @@ std::string CompletionEvents::text(std::string_view piece) {
 
 void CompletionEvents::add_finish(std::string& out, const GenerationStats& stats) {
   const auto& s = shape_;
-  if (cached_prompt_tokens_ < 0) cached_prompt_tokens_ = stats.cached_prompt_tokens;
+  if (choice_ % s.choices_per_prompt == 0) cached_prompt_tokens_ += stats.cached_prompt_tokens;
   completion_tokens_ += stats.generated_tokens;
   bool with_calls = false;
   if (tools_) {
@@ -135,6 +137,7 @@ void CompletionEvents::add_finish(std::string& out, const GenerationStats& stats
   // Tokens whose text was held back (a stop string's prefix, say) still report their logprobs.
   const bool pending = !pending_logprobs_.empty();
   if (!s.chat) {
+    add_echo(out);  // max_tokens 0, or nothing generated
     add(out, completion_chunk(s.id, s.created, s.model, "", stats.finish, pending ? take_logprobs() : json()));
   } else {
     add_role_chunk(out);
@@ -142,6 +145,18 @@ void CompletionEvents::add_finish(std::string& out, const GenerationStats& stats
     if (with_calls) last["choices"][0]["finish_reason"] = "tool_calls";
     add(out, std::move(last));
   }
+}
+
+const std::string& CompletionEvents::echo_text() const {
+  return shape_.echo[static_cast<size_t>(choice_ / shape_.choices_per_prompt)];
+}
+
+void CompletionEvents::add_echo(std::string& out) {
+  if (shape_.echo.empty() || echo_sent_) return;
+  echo_sent_ = true;
+  json logprobs = shape_.logprobs ? completion_logprobs(prompt_logprobs_, 0) : json();
+  text_offset_ = static_cast<int64_t>(echo_text().size());  // the generated tokens' offsets follow it
+  add(out, completion_chunk(shape_.id, shape_.created, shape_.model, echo_text(), std::nullopt, std::move(logprobs)));
 }
 
 std::string CompletionEvents::choice_end(const GenerationStats& stats) {
@@ -171,11 +186,16 @@ std::string CompletionEvents::done(const GenerationStats& stats, const std::exce
 
 json CompletionEvents::choice_json(ChoiceResult& c, int index) {
   const auto& s = shape_;
+  choice_ = index;
+  const bool echo = !s.chat && !s.echo.empty();
   pending_logprobs_ = std::move(c.logprobs);
-  text_offset_ = 0;
-  const json logprobs = take_logprobs();
+  text_offset_ = echo ? static_cast<int64_t>(echo_text().size()) : 0;
+  json logprobs = take_logprobs();
   json body;
-  if (!s.chat) {
+  if (echo) {
+    if (s.logprobs) logprobs = joined_completion_logprobs(completion_logprobs(prompt_logprobs_, 0), logprobs);
+    body = completion_response(s.id, s.created, s.model, echo_text() + c.text, c.stats.finish, 0, 0, logprobs);
+  } else if (!s.chat) {
     body = completion_response(s.id, s.created, s.model, c.text, c.stats.finish, 0, 0, logprobs);
   } else if (!s.tool_syntax) {
     body = chat_response(s.id, s.created, s.model, c.text, c.stats.finish, 0, 0, logprobs);
@@ -205,8 +225,12 @@ Response CompletionEvents::whole_response(std::vector<ChoiceResult> choices, con
                      : completion_response(s.id, s.created, s.model, "", FinishReason::Length, 0, 0);
   body["choices"] = json::array();
   int64_t completion_tokens = 0;
+  const auto per_prompt = static_cast<size_t>(s.choices_per_prompt);
   for (size_t i = 0; i < choices.size(); ++i) {
-    if (i == 0) cached_prompt_tokens_ = choices[i].stats.cached_prompt_tokens;
+    if (i % per_prompt == 0) {
+      cached_prompt_tokens_ += choices[i].stats.cached_prompt_tokens;
+      prompt_logprobs_ = std::move(choices[i].prompt_logprobs);
+    }
     completion_tokens += choices[i].stats.generated_tokens;
     body["choices"].push_back(choice_json(choices[i], static_cast<int>(i)));
   }

@@ -25,6 +25,9 @@ struct CompletionShape {
   std::string model;
   int64_t prompt_tokens = 0;
   bool logprobs = false;       // the request asked for log-probabilities
+  int choices_per_prompt = 1;  // n: choice i answers prompt i / n
+  // echo (completions): each prompt's text, which starts the text of its choices; empty: no echo.
+  std::vector<std::string> echo;
   // Chat with tools that may be called: the reply is read for tool calls in this syntax; its text
   // is streamed as soon as it cannot be part of a call (core/chat/tool_calls.h).
   std::optional<ToolSyntax> tool_syntax;
@@ -35,10 +38,12 @@ struct ChoiceResult {
   std::string text;
   std::vector<TokenLogprobs> logprobs;
   GenerationStats stats;
+  std::vector<TokenLogprobs> prompt_logprobs;  // echo: its prompt's (given with the prompt's first choice)
 };
 
-// With n > 1 the choices come one after another (GenerationJob::choices): text(), logprobs() and
-// choice_end() refer to the current one, numbered from 0 in every chunk's `index`.
+// With n > 1 or several prompts the choices come one after another (GenerationJob::choices,
+// later_prompts): text(), logprobs() and choice_end() refer to the current one, numbered from 0 in
+// every chunk's `index` (prompt-major, as OpenAI numbers them).
 class CompletionEvents {
  public:
   explicit CompletionEvents(CompletionShape shape) : shape_(std::move(shape)) { begin_choice(); }
@@ -47,6 +52,8 @@ class CompletionEvents {
 
   // A generated token's log-probabilities: sent with the next text event.
   void logprobs(TokenLogprobs token) { pending_logprobs_.push_back(std::move(token)); }
+  // echo with logprobs: the current prompt's tokens (sent with the echoed text of each of its choices).
+  void prompt_logprobs(std::vector<TokenLogprobs> tokens) { prompt_logprobs_ = std::move(tokens); }
   // The events for one piece of generated text.
   std::string text(std::string_view piece);
   // The current choice ended and another follows: its finish chunk.
@@ -73,6 +80,9 @@ class CompletionEvents {
   nlohmann::json usage(int64_t completion_tokens) const;
   // A non-streaming choice in the endpoint's shape.
   nlohmann::json choice_json(ChoiceResult& c, int index);
+  // echo: the current choice's prompt text (and prompt logprobs) as its first chunk, once.
+  void add_echo(std::string& out);
+  const std::string& echo_text() const;
 
   const CompletionShape shape_;
   int choice_ = -1;         // the current choice
@@ -81,7 +91,9 @@ class CompletionEvents {
   int64_t text_offset_ = 0;  // completions' text_offset of the next pending token
   std::optional<ToolReplyStream> tools_;  // shape_.tool_syntax set
   int64_t completion_tokens_ = 0;         // of the choices that ended
-  int64_t cached_prompt_tokens_ = -1;     // the first choice's (later ones reuse its prompt)
+  int64_t cached_prompt_tokens_ = 0;      // each prompt's first choice's (later ones reuse its prompt)
+  bool echo_sent_ = false;                // the current choice's
+  std::vector<TokenLogprobs> prompt_logprobs_;  // echo: the current prompt's
 };
 
 // The events that end a stream the server cuts short while it shuts down: an error, [DONE].

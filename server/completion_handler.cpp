@@ -1,5 +1,7 @@
 #include "server/completion_handler.h"
 
+#include <algorithm>
+
 #include "server/completion_events.h"
 #include "server/completion_job.h"
 #include "server/openai_api.h"
@@ -45,8 +47,14 @@ void submit(CompletionRequest request, bool chat, RouteContext& ctx, Responder& 
         shape.id = (chat ? "chatcmpl-" : "cmpl-") + std::to_string(state.next_id.fetch_add(1));
         shape.created = unix_now();
         shape.model = state.options.model_id;
-        shape.prompt_tokens = static_cast<int64_t>(outcome->job.prompt.size());
-        shape.logprobs = outcome->job.top_logprobs >= 0;
+        const GenerationJob& job = outcome->job;
+        shape.prompt_tokens = static_cast<int64_t>(job.prompt.size());
+        for (const auto& later : job.later_prompts) shape.prompt_tokens += static_cast<int64_t>(later.size());
+        shape.logprobs = job.top_logprobs >= 0;
+        shape.choices_per_prompt = std::max(1, job.choices);
+        if (outcome->request.echo) {
+          for (PromptInput& p : outcome->request.prompts) shape.echo.push_back(std::move(p.text));
+        }
         if (chat && outcome->request.tools.active()) shape.tool_syntax = tool_syntax(chat_template);
         out.run_generation(engine, std::move(outcome->job), std::make_shared<CompletionEvents>(std::move(shape)));
       });

@@ -1,6 +1,7 @@
 #include "server/completion_job.h"
 
 #include <algorithm>
+#include <iterator>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -12,29 +13,57 @@ namespace ember::server {
 
 namespace {
 
-std::vector<int32_t> tokenize_prompt(CompletionRequest& cr, bool chat, const Tokenizer& tok,
-                                     ChatTemplate chat_template) {
+// A /v1/completions prompt as ids. One the client tokenized is taken as it is (no BOS added), so
+// its ids must be valid for this vocabulary; its text (for echo) is their detokenization.
+std::vector<int32_t> tokenize_completion_prompt(PromptInput& p, size_t index, size_t count, const Tokenizer& tok) {
+  if (!p.is_tokens) return tok.encode(p.text, /*add_special=*/true, /*parse_special=*/false);
+  const std::string where = count > 1 ? "prompt[" + std::to_string(index) + "]" : "prompt";
+  const int32_t n_vocab = tok.n_vocab();
+  for (size_t i = 0; i < p.tokens.size(); ++i) {
+    const int32_t id = p.tokens[i];
+    if (id < 0 || id >= n_vocab) {
+      throw BadRequest("'" + where + "[" + std::to_string(i) + "]' = " + std::to_string(id) +
+                           " is outside the vocabulary [0, " + std::to_string(n_vocab) + ")",
+                       "prompt");
+    }
+  }
+  p.text = tok.decode(p.tokens);
+  return std::move(p.tokens);
+}
+
+std::vector<std::vector<int32_t>> tokenize_prompts(CompletionRequest& cr, bool chat, const Tokenizer& tok,
+                                                   ChatTemplate chat_template) {
+  std::vector<std::vector<int32_t>> out;
   if (chat) {
     // tool_choice none: the tools are not shown, so the model is not invited to call them.
     std::span<const ToolDefinition> tools;
     if (cr.tools.active()) tools = cr.tools.tools;
-    return tokenize_chat(tok, chat_template, cr.messages, tools);
+    out.push_back(tokenize_chat(tok, chat_template, cr.messages, tools));
+    return out;
   }
-  if (cr.prompt_is_tokens) {
-    // The client tokenized: its ids are the prompt as they are (no BOS added), so they must be
-    // valid for this vocabulary.
-    const int32_t n_vocab = tok.n_vocab();
-    for (size_t i = 0; i < cr.prompt_tokens.size(); ++i) {
-      const int32_t id = cr.prompt_tokens[i];
-      if (id < 0 || id >= n_vocab) {
-        throw BadRequest("'prompt[" + std::to_string(i) + "]' = " + std::to_string(id) +
-                             " is outside the vocabulary [0, " + std::to_string(n_vocab) + ")",
-                         "prompt");
-      }
-    }
-    return std::move(cr.prompt_tokens);
+  out.reserve(cr.prompts.size());
+  for (size_t i = 0; i < cr.prompts.size(); ++i) {
+    out.push_back(tokenize_completion_prompt(cr.prompts[i], i, cr.prompts.size(), tok));
   }
-  return tok.encode(cr.prompt, /*add_special=*/true, /*parse_special=*/false);
+  return out;
+}
+
+// Checks one prompt against the context window: `where` names it for the client.
+void check_prompt_fits(const std::vector<int32_t>& prompt, const std::string& where, const std::string& param,
+                       int64_t max_tokens, int64_t n_ctx) {
+  if (prompt.empty()) throw BadRequest(where + " is empty", param);
+  const auto n_prompt = static_cast<int64_t>(prompt.size());
+  if (n_prompt >= n_ctx) {
+    throw BadRequest(where + " (" + std::to_string(n_prompt) + " tokens) does not fit the context window of " +
+                         std::to_string(n_ctx) + " tokens (at least one token must be left to generate)",
+                     param);
+  }
+  if (n_prompt + max_tokens > n_ctx) {
+    throw BadRequest(where + " (" + std::to_string(n_prompt) + " tokens) plus max_tokens (" +
+                         std::to_string(max_tokens) + ") exceed the context window of " + std::to_string(n_ctx) +
+                         " tokens",
+                     "max_tokens");
+  }
 }
 
 // The grammar of the tool call the request requires (or, for the generic syntax, of its two reply
@@ -77,20 +106,13 @@ std::vector<int32_t> tokenize_chat(const Tokenizer& tok, ChatTemplate chat_templ
 GenerationJob prepare_completion_job(CompletionRequest& cr, bool chat, const Model& model,
                                      ChatTemplate chat_template, int64_t n_ctx) {
   const Tokenizer& tok = model.tokenizer();
-  std::vector<int32_t> prompt = tokenize_prompt(cr, chat, tok, chat_template);
-  if (prompt.empty()) throw BadRequest("the prompt is empty", chat ? "messages" : "prompt");
-  const auto n_prompt = static_cast<int64_t>(prompt.size());
-  if (n_prompt >= n_ctx) {
-    throw BadRequest("the prompt (" + std::to_string(n_prompt) + " tokens) does not fit the context window of " +
-                         std::to_string(n_ctx) + " tokens (at least one token must be left to generate)",
-                     chat ? "messages" : "prompt");
+  std::vector<std::vector<int32_t>> prompts = tokenize_prompts(cr, chat, tok, chat_template);
+  if (chat && !cr.max_tokens_given) {
+    cr.max_tokens = std::max<int64_t>(1, n_ctx - static_cast<int64_t>(prompts.front().size()));
   }
-  if (chat && !cr.max_tokens_given) cr.max_tokens = std::max<int64_t>(1, n_ctx - n_prompt);
-  if (n_prompt + cr.max_tokens > n_ctx) {
-    throw BadRequest("the prompt (" + std::to_string(n_prompt) + " tokens) plus max_tokens (" +
-                         std::to_string(cr.max_tokens) + ") exceed the context window of " + std::to_string(n_ctx) +
-                         " tokens",
-                     "max_tokens");
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    const std::string where = prompts.size() > 1 ? "prompt[" + std::to_string(i) + "]" : "the prompt";
+    check_prompt_fits(prompts[i], where, chat ? "messages" : "prompt", cr.max_tokens, n_ctx);
   }
   const int32_t n_vocab = tok.n_vocab();
   for (const auto& [id, bias] : cr.sampling.logit_bias) {
@@ -118,7 +140,13 @@ GenerationJob prepare_completion_job(CompletionRequest& cr, bool chat, const Mod
   }
   job.top_logprobs = cr.top_logprobs;
   job.choices = cr.n;
-  job.prompt = std::move(prompt);
+  if (cr.echo && cr.top_logprobs >= 0) {
+    // A BOS the server added is not part of the client's text: its log-probabilities start after it.
+    const bool added_bos = !cr.prompts.front().is_tokens && tok.bos_id() >= 0 && prompts.front().front() == tok.bos_id();
+    job.prompt_logprobs_from = added_bos ? 1 : 0;
+  }
+  job.prompt = std::move(prompts.front());
+  job.later_prompts.assign(std::make_move_iterator(prompts.begin() + 1), std::make_move_iterator(prompts.end()));
   job.sampling = cr.sampling;
   job.max_tokens = cr.max_tokens;
   job.stop = cr.stop;

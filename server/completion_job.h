@@ -21,9 +21,11 @@ namespace ember::server {
 std::vector<int32_t> tokenize_chat(const Tokenizer& tok, ChatTemplate chat_template,
                                    std::span<const ChatMessage> messages, std::span<const ToolDefinition> tools = {});
 
-// The job's prompt, sampling, max_tokens, stop strings and grammar (response_format, or the tool
+// The job's prompts, sampling, max_tokens, stop strings and grammar (response_format, or the tool
 // call a tool_choice requires: core/chat/tool_grammar.h); the caller sets `cancelled` and the
-// callbacks. Throws BadRequest naming the field (e.g. a prompt longer than the context).
+// callbacks. Afterwards every request.prompts[i].text holds that prompt's text (for echo; prompts
+// given as ids are detokenized). Throws BadRequest naming the field (e.g. a prompt longer than the
+// context).
 GenerationJob prepare_completion_job(CompletionRequest& request, bool chat, const Model& model,
                                      ChatTemplate chat_template, int64_t n_ctx);
 

@@ -1,6 +1,7 @@
 #include "server/engine_worker.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <optional>
 #include <stdexcept>
@@ -42,7 +43,8 @@ struct EngineWorker::Slot {
   // The running job (all empty when the slot is free).
   std::optional<GenerationJob> job;
   int64_t reuse = 0;  // prompt tokens the job takes from `cached`
-  int choice = 0;     // of job->choices
+  int choice = 0;     // of job->choices, for the current prompt
+  std::vector<TokenLogprobs> prompt_logprobs;  // echo: the current prompt's, while it is evaluated
   std::optional<Sampler> sampler;
   std::unique_ptr<grammar::GrammarConstraint> constraint;  // the job's grammar, if any
   std::optional<SequenceGenerator> seq;
@@ -361,6 +363,8 @@ void EngineWorker::start(Slot& slot) {
   GenerationJob& job = *slot.job;
   if (slot.choice == 0) unpublished_.prompt_tokens += job.prompt.size();
   if (job.cancelled && job.cancelled->load()) return finish(slot, nullptr);
+  const bool report_prompt = job.prompt_logprobs_from >= 0 && slot.choice == 0;
+  if (report_prompt) slot.reuse = 0;  // every prompt position's logits are needed
   try {
     slot.sampler.emplace(job.sampling, static_cast<int32_t>(model_->config().n_vocab));
     // From here the cache holds exactly the reused prefix, even if the generator rejects the job.
@@ -378,7 +382,20 @@ void EngineWorker::start(Slot& slot) {
       so.constraint = slot.constraint.get();
     }
     if (job.top_logprobs >= 0) so.on_sampled = logprobs_reporter(slot);
+    if (report_prompt) {
+      slot.prompt_logprobs.clear();
+      if (job.prompt_logprobs_from == 0) {
+        TokenLogprobs first;
+        first.chosen = {model_->tokenizer().token_to_piece(job.prompt.front()), std::nanf("")};
+        slot.prompt_logprobs.push_back(std::move(first));
+      }
+      so.on_prompt_logits = prompt_logprobs_reporter(slot);
+    }
     slot.seq.emplace(slot.ctx, *slot.sampler, job.prompt, so);
+    // A one-token prompt has no logits to wait for.
+    if (report_prompt && job.prompt.size() == 1 && job.on_prompt_logprobs) {
+      job.on_prompt_logprobs(std::move(slot.prompt_logprobs));
+    }
   } catch (...) {
     return finish(slot, std::current_exception());
   }
@@ -394,17 +411,31 @@ void EngineWorker::start(Slot& slot) {
   };
 }
 
-std::function<void(int32_t, std::span<const float>)> EngineWorker::logprobs_reporter(Slot& slot) const {
+TokenLogprobs EngineWorker::token_logprobs_of(int32_t token, std::span<const float> logits, int top) const {
   const Tokenizer& tok = model_->tokenizer();
-  return [&slot, &tok](int32_t token, std::span<const float> logits) {
+  const SampledLogprobs lp = token_logprobs(logits, token, top);
+  TokenLogprobs out;
+  out.chosen = {tok.token_to_piece(lp.chosen.id), lp.chosen.logprob};
+  out.top.reserve(lp.top.size());
+  for (const TokenLogprob& t : lp.top) out.top.push_back({tok.token_to_piece(t.id), t.logprob});
+  return out;
+}
+
+std::function<void(int32_t, std::span<const float>)> EngineWorker::logprobs_reporter(Slot& slot) const {
+  return [this, &slot](int32_t token, std::span<const float> logits) {
     GenerationJob& job = *slot.job;
-    if (!job.on_logprobs) return;
-    const SampledLogprobs lp = token_logprobs(logits, token, job.top_logprobs);
-    TokenLogprobs out;
-    out.chosen = {tok.token_to_piece(lp.chosen.id), lp.chosen.logprob};
-    out.top.reserve(lp.top.size());
-    for (const TokenLogprob& t : lp.top) out.top.push_back({tok.token_to_piece(t.id), t.logprob});
-    job.on_logprobs(std::move(out));
+    if (job.on_logprobs) job.on_logprobs(token_logprobs_of(token, logits, job.top_logprobs));
+  };
+}
+
+std::function<void(int64_t, std::span<const float>)> EngineWorker::prompt_logprobs_reporter(Slot& slot) const {
+  return [this, &slot](int64_t position, std::span<const float> logits) {
+    GenerationJob& job = *slot.job;
+    const auto next = static_cast<size_t>(position + 1);
+    if (static_cast<int64_t>(next) >= job.prompt_logprobs_from) {
+      slot.prompt_logprobs.push_back(token_logprobs_of(job.prompt[next], logits, job.top_logprobs));
+    }
+    if (next + 1 == job.prompt.size() && job.on_prompt_logprobs) job.on_prompt_logprobs(std::move(slot.prompt_logprobs));
   };
 }
 
@@ -420,8 +451,8 @@ void EngineWorker::step(Slot& slot) {
     return finish(slot, std::current_exception());
   }
   if (slot.seq->done()) {
-    const bool more = slot.choice + 1 < job.choices && slot.seq->stats().finish != FinishReason::Cancelled &&
-                      !(job.cancelled && job.cancelled->load());
+    const bool more = (slot.choice + 1 < job.choices || !job.later_prompts.empty()) &&
+                      slot.seq->stats().finish != FinishReason::Cancelled && !(job.cancelled && job.cancelled->load());
     return more ? next_choice(slot) : finish(slot, nullptr);
   }
   account(slot);
@@ -438,9 +469,19 @@ void EngineWorker::next_choice(Slot& slot) {
   slot.sink = nullptr;
   ++slot.choice;
   job.sampling.seed += 1;
-  // The prompt is still in the cache, followed by the last choice's tokens; the last prompt token
-  // is evaluated again for its logits (as pick_slot does for any reuse).
-  slot.reuse = std::min(common_prefix(slot.cached, job.prompt), static_cast<int64_t>(job.prompt.size()) - 1);
+  if (slot.choice == job.choices) {
+    // The next prompt: its choices count (and seed) from the start again.
+    job.prompt = std::move(job.later_prompts.front());
+    job.later_prompts.erase(job.later_prompts.begin());
+    slot.choice = 0;
+    job.sampling.seed -= static_cast<uint64_t>(job.choices);
+  }
+  // The prompt is still in the cache (or the next prompt's shared prefix is), followed by the last
+  // choice's tokens; the last prompt token is evaluated again for its logits (as pick_slot does
+  // for any reuse). A new prompt reuses only where prefix reuse is on.
+  slot.reuse = options_.reuse_prefix || slot.choice > 0
+                   ? std::min(common_prefix(slot.cached, job.prompt), static_cast<int64_t>(job.prompt.size()) - 1)
+                   : 0;
   if (job.on_choice_end) job.on_choice_end(stats);
 }
 

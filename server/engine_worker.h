@@ -37,6 +37,7 @@ struct TokenAlternative {
   std::string token;
   float logprob = 0.0f;
 };
+// chosen.logprob is NaN for a prompt's first token (echo): nothing precedes it to predict it.
 struct TokenLogprobs {
   TokenAlternative chosen;
   std::vector<TokenAlternative> top;
@@ -61,6 +62,16 @@ struct GenerationJob {
   // or is cancelled: the rest are not generated).
   int choices = 1;
   std::function<void(const GenerationStats& stats)> on_choice_end;
+  // Several prompts (/v1/completions): after `prompt`'s choices, each of these in turn becomes the
+  // prompt and gets `choices` more in the same slot (seeds again from sampling.seed), its shared
+  // prefix with what the slot holds reused; on_choice_end separates every two choices.
+  std::vector<std::vector<int32_t>> later_prompts;
+  // Echo with log-probabilities: >= 0 asks for the log-probabilities of each prompt's tokens from
+  // this position on, reported once per prompt (with its first choice, before its first generated
+  // token) through on_prompt_logprobs, `top_logprobs` alternatives each. The prompt is then
+  // evaluated one token per step with no cached prefix (core/model/sequence_generator.h).
+  int64_t prompt_logprobs_from = -1;
+  std::function<void(std::vector<TokenLogprobs> prompt)> on_prompt_logprobs;
   // Set by the connection when its client went away; the generation then stops within one step
   // (a token or a prefill chunk) and its slot is freed; a queued job is dropped.
   std::shared_ptr<std::atomic<bool>> cancelled = std::make_shared<std::atomic<bool>>(false);
@@ -181,6 +192,10 @@ class EngineWorker {
   void next_choice(Slot& slot);
   // The generator's on_sampled for a job that asked for log-probabilities.
   std::function<void(int32_t, std::span<const float>)> logprobs_reporter(Slot& slot) const;
+  // Echo: the generator's on_prompt_logits, collecting the prompt's log-probabilities in the slot
+  // and handing them to the job once the last one is known.
+  std::function<void(int64_t, std::span<const float>)> prompt_logprobs_reporter(Slot& slot) const;
+  TokenLogprobs token_logprobs_of(int32_t token, std::span<const float> logits, int top) const;
   void finish(Slot& slot, std::exception_ptr error);
   // Moves what the slot's generator did since the last call into unpublished_.
   void account(Slot& slot);

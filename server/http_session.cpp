@@ -260,6 +260,11 @@ void HttpSession<Protocol>::run_generation(EngineWorker& engine, GenerationJob j
         if (auto self = weak.lock()) self->guarded([&] { self->events_->logprobs(std::move(lp)); });
       });
     };
+    job.on_prompt_logprobs = [ex, weak](std::vector<TokenLogprobs> prompt) {
+      net::post(ex, [weak, prompt = std::move(prompt)]() mutable {
+        if (auto self = weak.lock()) self->guarded([&] { self->events_->prompt_logprobs(std::move(prompt)); });
+      });
+    };
     job.on_choice_end = [ex, weak](const GenerationStats& stats) {
       net::post(ex, [weak, stats] {
         if (auto self = weak.lock()) self->guarded([&] { self->on_stream_choice_end(stats); });
@@ -274,8 +279,11 @@ void HttpSession<Protocol>::run_generation(EngineWorker& engine, GenerationJob j
     // Written only by the engine thread until on_done hands them over: the finished choices, then
     // the current one at the back.
     auto choices = std::make_shared<std::vector<ChoiceResult>>(1);
-    choices->reserve(static_cast<size_t>(std::max(1, job.choices)));
+    choices->reserve(static_cast<size_t>(std::max(1, job.choices)) * (1 + job.later_prompts.size()));
     job.on_text = [choices](std::string_view t) { choices->back().text.append(t); };
+    job.on_prompt_logprobs = [choices](std::vector<TokenLogprobs> prompt) {
+      choices->back().prompt_logprobs = std::move(prompt);
+    };
     job.on_logprobs = [choices](TokenLogprobs lp) { choices->back().logprobs.push_back(std::move(lp)); };
     job.on_choice_end = [choices](const GenerationStats& stats) {
       choices->back().stats = stats;

@@ -1,5 +1,6 @@
 #include "server/logprobs_json.h"
 
+#include <cmath>
 #include <string>
 
 namespace ember::server {
@@ -39,6 +40,13 @@ json completion_logprobs(std::span<const TokenLogprobs> tokens, int64_t first_of
   int64_t offset = first_offset;
   for (const TokenLogprobs& t : tokens) {
     out["tokens"].push_back(t.chosen.token);
+    out["text_offset"].push_back(offset);
+    offset += static_cast<int64_t>(t.chosen.token.size());
+    if (std::isnan(t.chosen.logprob)) {
+      out["token_logprobs"].push_back(nullptr);
+      out["top_logprobs"].push_back(nullptr);
+      continue;
+    }
     out["token_logprobs"].push_back(t.chosen.logprob);
     json top = json::object();
     for (const TokenAlternative& a : t.top) {
@@ -46,10 +54,15 @@ json completion_logprobs(std::span<const TokenLogprobs> tokens, int64_t first_of
       if (!top.contains(a.token)) top[a.token] = a.logprob;
     }
     out["top_logprobs"].push_back(std::move(top));
-    out["text_offset"].push_back(offset);
-    offset += static_cast<int64_t>(t.chosen.token.size());
   }
   return out;
+}
+
+json joined_completion_logprobs(json first, const json& second) {
+  for (const char* key : {"tokens", "token_logprobs", "top_logprobs", "text_offset"}) {
+    for (const json& v : second.at(key)) first[key].push_back(v);
+  }
+  return first;
 }
 
 }  // namespace ember::server

@@ -63,6 +63,19 @@ CompletionRequest parse_completion_request(const std::string& body, const Reques
   if (!present(j, "prompt")) throw BadRequest("'prompt' is required", "prompt");
   parse_prompt(j.at("prompt"), r, limits);
   parse_common(j, body, r, limits);
+  if (present(j, "echo")) {
+    if (!j.at("echo").is_boolean()) throw BadRequest("'echo' must be a boolean", "echo");
+    r.echo = j.at("echo").get<bool>();
+  }
+  if (r.max_tokens == 0 && !r.echo) {
+    throw BadRequest("'max_tokens' must be at least 1 (0 only with echo, to score the prompt)", "max_tokens");
+  }
+  const size_t choices = r.prompts.size() * static_cast<size_t>(r.n);
+  if (choices > static_cast<size_t>(limits.max_choices)) {
+    throw BadRequest(std::to_string(r.prompts.size()) + " prompts x n = " + std::to_string(r.n) + " are " +
+                         std::to_string(choices) + " choices, more than " + std::to_string(limits.max_choices),
+                     "n");
+  }
   // A completion has no assistant message to carry calls in: a 400 rather than tools ignored.
   if (present(j, "tools") && !(j.at("tools").is_array() && j.at("tools").empty())) {
     throw BadRequest("'tools' is a /v1/chat/completions field", "tools");
@@ -136,6 +149,10 @@ CompletionRequest parse_chat_request(const std::string& body, const RequestLimit
     r.messages.push_back(std::move(msg));
   }
   parse_common(j, body, r, limits);
+  if (present(j, "echo") && j.at("echo") != false) {
+    throw BadRequest("'echo' is a /v1/completions field (a chat reply does not repeat the messages)", "echo");
+  }
+  if (r.max_tokens == 0) throw BadRequest("'max_tokens' must be at least 1", "max_tokens");
   r.tools = parse_tool_request(j, body, limits.tools);
   // OpenAI's rule: alternatives are only listed for a request that asked for logprobs.
   if (present(j, "top_logprobs") && r.top_logprobs < 0) {
@@ -156,37 +173,55 @@ int32_t token_id(const json& v, const std::string& where) {
   return static_cast<int32_t>(v.get<int64_t>());
 }
 
-void parse_token_prompt(const json& ids, const std::string& where, CompletionRequest& r, const RequestLimits& limits) {
-  if (ids.size() > limits.max_prompt_tokens) {
+std::vector<int32_t> parse_token_prompt(const json& ids, const std::string& where, size_t& total_tokens,
+                                        const RequestLimits& limits) {
+  if (ids.empty()) throw BadRequest("'" + where + "' is empty", "prompt");
+  total_tokens += ids.size();
+  if (total_tokens > limits.max_prompt_tokens) {
     throw BadRequest("'prompt' has more than " + std::to_string(limits.max_prompt_tokens) + " tokens", "prompt");
   }
-  r.prompt_tokens.reserve(ids.size());
-  for (size_t i = 0; i < ids.size(); ++i) r.prompt_tokens.push_back(token_id(ids[i], where + "[" + std::to_string(i) + "]"));
-  r.prompt_is_tokens = true;
+  std::vector<int32_t> out;
+  out.reserve(ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) out.push_back(token_id(ids[i], where + "[" + std::to_string(i) + "]"));
+  return out;
 }
 
 // OpenAI accepts a string, an array of strings, an array of token ids or an array of token-id
-// arrays; the arrays hold one prompt each. One prompt per request here.
+// arrays; each string or id array is one prompt, answered by its own n choices. The limits hold
+// for all prompts together; the number of prompts is checked against n in parse_completion_request.
 void parse_prompt(const json& p, CompletionRequest& r, const RequestLimits& limits) {
-  const char* kMany = "'prompt' holds several prompts; send one request per prompt";
-  if (p.is_string()) {
-    r.prompt = p.get<std::string>();
-  } else if (!p.is_array() || p.empty()) {
-    throw BadRequest("'prompt' must be a string, an array of one string or an array of token ids", "prompt");
-  } else if (p[0].is_string()) {
-    if (p.size() != 1) throw BadRequest(kMany, "prompt");
-    r.prompt = p[0].get<std::string>();
-  } else if (p[0].is_array()) {
-    if (p.size() != 1) throw BadRequest(kMany, "prompt");
-    if (p[0].empty()) throw BadRequest("'prompt' is empty", "prompt");
-    parse_token_prompt(p[0], "prompt[0]", r, limits);
-  } else if (p[0].is_number()) {
-    parse_token_prompt(p, "prompt", r, limits);
-  } else {
-    throw BadRequest("'prompt' must be a string, an array of one string or an array of token ids", "prompt");
+  const char* kShape = "'prompt' must be a string, an array of strings, an array of token ids or an array of "
+                       "token-id arrays";
+  size_t total_bytes = 0;
+  size_t total_tokens = 0;
+  auto add_text = [&](const json& v, const std::string& where) {
+    if (!v.is_string()) throw BadRequest("'" + where + "' must be a string (every prompt of the array)", "prompt");
+    total_bytes += v.get_ref<const std::string&>().size();
+    if (total_bytes > limits.max_prompt_bytes) {
+      throw BadRequest("'prompt' is longer than " + std::to_string(limits.max_prompt_bytes) + " bytes", "prompt");
+    }
+    r.prompts.push_back({v.get<std::string>(), {}, false});
+  };
+  auto add_tokens = [&](const json& ids, const std::string& where) {
+    if (!ids.is_array()) throw BadRequest("'" + where + "' must be an array of token ids (every prompt of the array)",
+                                          "prompt");
+    r.prompts.push_back({{}, parse_token_prompt(ids, where, total_tokens, limits), true});
+  };
+  if (p.is_string()) return add_text(p, "prompt");
+  if (!p.is_array() || p.empty()) throw BadRequest(kShape, "prompt");
+  if (p[0].is_number()) return add_tokens(p, "prompt");
+  if (!p[0].is_string() && !p[0].is_array()) throw BadRequest(kShape, "prompt");
+  // Bounded before anything is copied: the request's choices (prompts x n) are checked later.
+  if (p.size() > static_cast<size_t>(limits.max_choices)) {
+    throw BadRequest("'prompt' holds more than " + std::to_string(limits.max_choices) + " prompts", "prompt");
   }
-  if (r.prompt.size() > limits.max_prompt_bytes) {
-    throw BadRequest("'prompt' is longer than " + std::to_string(limits.max_prompt_bytes) + " bytes", "prompt");
+  for (size_t i = 0; i < p.size(); ++i) {
+    const std::string where = "prompt[" + std::to_string(i) + "]";
+    if (p[0].is_string()) {
+      add_text(p[i], where);
+    } else {
+      add_tokens(p[i], where);
+    }
   }
 }
 
@@ -247,7 +282,6 @@ void reject_unsupported(const json& j) {
     refuse("function_call", "the deprecated function fields: use 'tool_choice'");
   }
   if (present(j, "n_probs") && j.at("n_probs") != 0) refuse("n_probs", "no log-probabilities");
-  if (present(j, "echo") && j.at("echo") != false) refuse("echo", "the prompt is not repeated in the answer");
   if (present(j, "suffix") && j.at("suffix") != "") refuse("suffix", "no fill-in-the-middle");
   if (present(j, "best_of") && j.at("best_of") != 1) refuse("best_of", "one candidate per request");
   if (present(j, "audio")) refuse("audio", "text only");
@@ -281,11 +315,11 @@ void parse_common(const json& j, const std::string& body, CompletionRequest& r, 
   // max_completion_tokens is the newer name (both endpoints); max_tokens wins when both are sent,
   // but both must be valid.
   if (present(j, "max_completion_tokens")) {
-    r.max_tokens = integer_field(j, "max_completion_tokens", 1, limits.max_tokens);
+    r.max_tokens = integer_field(j, "max_completion_tokens", 0, limits.max_tokens);
     r.max_tokens_given = true;
   }
   if (present(j, "max_tokens")) {
-    r.max_tokens = integer_field(j, "max_tokens", 1, limits.max_tokens);
+    r.max_tokens = integer_field(j, "max_tokens", 0, limits.max_tokens);
     r.max_tokens_given = true;
   }
   if (present(j, "temperature")) r.sampling.temperature = static_cast<float>(number_field(j, "temperature", 0, 2));

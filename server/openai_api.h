@@ -28,10 +28,16 @@ class BadRequest : public std::runtime_error {
   std::string param_;
 };
 
+// One prompt of /v1/completions: text, or token ids the client tokenized.
+struct PromptInput {
+  std::string text;
+  std::vector<int32_t> tokens;
+  bool is_tokens = false;
+};
+
 struct CompletionRequest {
-  std::string prompt;                // /v1/completions, as text
-  std::vector<int32_t> prompt_tokens;  // /v1/completions, as token ids (prompt is then empty)
-  bool prompt_is_tokens = false;
+  std::vector<PromptInput> prompts;   // /v1/completions: one or more, each answered by n choices
+  bool echo = false;                  // /v1/completions: each choice's text starts with its prompt
   std::vector<ChatMessage> messages;  // /v1/chat/completions
   int64_t max_tokens = 16;  // OpenAI's default for /v1/completions
   bool max_tokens_given = false;  // chat without it: the rest of the context window
@@ -60,12 +66,13 @@ struct RequestLimits {
   StructuredOutputLimits output;     // grammar and schema sizes
   int max_top_logprobs = 20;         // OpenAI's limit
   ToolLimits tools;
-  int max_choices = 16;              // n (each choice is a whole generation: a cost, not a shape)
+  int max_choices = 16;              // n x prompts (each choice is a whole generation: a cost, not a shape)
 };
 
 // Parses a /v1/completions body. Unknown fields are ignored (clients send many); known ones are
-// type- and range-checked. `prompt` is a string or an array of one string (-> prompt), or an
-// array of token ids or of one such array (-> prompt_tokens, prompt_is_tokens). Common to both
+// type- and range-checked. `prompt` is a string, an array of strings, an array of token ids or an
+// array of token-id arrays (-> prompts); `echo` repeats the prompt (then max_tokens may be 0, to
+// score a prompt with logprobs). Common to both
 // endpoints: max_tokens / max_completion_tokens (max_tokens wins), temperature, top_p, top_k,
 // min_p, presence_penalty, frequency_penalty, repeat_penalty, logit_bias (-100 bans the token:
 // stored as -inf), seed, stream, stream_options.include_usage (only with stream), n (choices), stop,

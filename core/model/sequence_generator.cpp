@@ -24,12 +24,17 @@ SequenceGenerator::SequenceGenerator(InferenceContext& ctx, Sampler& sampler, st
       detok_(tok_),
       stop_(options.stop),
       constraint_(options.constraint),
-      on_sampled_(options.on_sampled) {
+      on_sampled_(options.on_sampled),
+      on_prompt_logits_(options.on_prompt_logits) {
   const auto n_prompt = static_cast<int64_t>(prompt_.size());
   const int64_t cached = options.cached_prompt_tokens;
   if (prompt_.empty()) throw std::invalid_argument("the prompt is empty (no tokens to evaluate)");
   if (limits_.max_tokens < 0) throw std::invalid_argument("max_tokens must not be negative");
   if (prefill_chunk_ < 0) throw std::invalid_argument("prefill_chunk must not be negative");
+  if (on_prompt_logits_ && cached != 0) {
+    throw std::invalid_argument("prompt log-probabilities need the whole prompt evaluated (no cached prefix)");
+  }
+  if (on_prompt_logits_) prefill_chunk_ = 1;
   if (cached < 0 || cached >= n_prompt || cached > ctx.n_past()) {
     throw std::invalid_argument("cached_prompt_tokens (" + std::to_string(cached) +
                                 ") must leave at least one prompt token to evaluate and be in the context");
@@ -60,6 +65,9 @@ void SequenceGenerator::step(const TokenSink& sink) {
     const float* logits = ctx_.eval(std::span<const int32_t>(prompt_.data() + first, static_cast<size_t>(n)));
     stats_.prefill_seconds += seconds_since(t0);
     stats_.prefill_tokens += n;
+    if (on_prompt_logits_ && n < remaining) {
+      on_prompt_logits_(first, std::span<const float>(logits, static_cast<size_t>(sampler_.n_vocab())));
+    }
     if (n < remaining) return;
     phase_ = Phase::Decode;
     if (limits_.max_tokens == 0) return finish(FinishReason::Length, sink);

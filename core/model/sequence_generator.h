@@ -38,6 +38,10 @@ struct SequenceOptions {
   // from: the model's, after the constraint, before the sampler's stages (bias, penalties,
   // temperature). For log-probabilities; empty: not called.
   std::function<void(int32_t token, std::span<const float> logits)> on_sampled;
+  // Prompt log-probabilities (echo): called with the model's logits after each prompt token but
+  // the last, i.e. at `position` the distribution of prompt token position + 1. Set, the prompt is
+  // evaluated one token per step (only the last row of a batch has logits) and none may be cached.
+  std::function<void(int64_t position, std::span<const float> logits)> on_prompt_logits;
 };
 
 class SequenceGenerator {
@@ -83,6 +87,7 @@ class SequenceGenerator {
   int32_t last_token_ = -1;  // sampled, not yet evaluated
   LogitConstraint* constraint_;
   std::function<void(int32_t, std::span<const float>)> on_sampled_;
+  std::function<void(int64_t, std::span<const float>)> on_prompt_logits_;
   std::vector<float> masked_;  // the constrained copy of the logits (sized once when needed)
   GenerationStats stats_;
 };

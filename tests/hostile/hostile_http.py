@@ -274,7 +274,7 @@ UNSUPPORTED = [
     (COMPLETIONS, "tools", {"tools": [{"type": "function", "function": {"name": "f"}}]}),
     (CHAT, "logprobs", {"logprobs": "yes"}),
     (CHAT, "top_logprobs", {"top_logprobs": 2}),
-    (COMPLETIONS, "echo", {"echo": True}),
+    (CHAT, "echo", {"echo": True}),
     (COMPLETIONS, "suffix", {"suffix": "x"}),
     (COMPLETIONS, "best_of", {"best_of": 2}),
 ]

@@ -183,6 +183,44 @@ TEST_CASE("completion job: text prompts are tokenized with BOS, token prompts ar
   }
 }
 
+TEST_CASE("completion job: several prompts, each checked, and echo's texts and prompt logprobs") {
+  const Tokenizer& tok = job_model().tokenizer();
+  CompletionRequest r = parse_completion_request(R"({"prompt":["one","two words"],"n":2,"echo":true})");
+  GenerationJob job = prepare_completion_job(r, false, job_model(), ChatTemplate::ChatML, 64);
+  CHECK(job.prompt == tok.encode("one", true, false));
+  REQUIRE(job.later_prompts.size() == 1);
+  CHECK(job.later_prompts[0] == tok.encode("two words", true, false));
+  CHECK(job.choices == 2);
+  CHECK(job.prompt_logprobs_from == -1);  // echo without logprobs: nothing to score
+  CHECK(r.prompts[1].text == "two words");
+
+  // Token prompts: their echo text is their detokenization; scored from the first token.
+  const std::vector<int32_t> ids = tok.encode("hello there", false, false);
+  std::string body = R"({"prompt":[[)";
+  for (size_t i = 0; i < ids.size(); ++i) body += (i ? "," : "") + std::to_string(ids[i]);
+  body += R"(]],"echo":true,"logprobs":1,"max_tokens":0})";
+  r = parse_completion_request(body);
+  job = prepare_completion_job(r, false, job_model(), ChatTemplate::ChatML, 64);
+  CHECK(job.max_tokens == 0);
+  CHECK(job.prompt_logprobs_from == 0);
+  CHECK(r.prompts[0].text == tok.decode(ids));
+  // Text prompts: the BOS the server added is not scored.
+  CHECK(prepare(R"({"prompt":"hi","echo":true,"logprobs":0})").prompt_logprobs_from == 1);
+
+  // Every prompt must fit; the error names the one that does not.
+  std::string long_ids = "[";
+  for (int i = 0; i < 64; ++i) long_ids += (i ? ",5" : "5");
+  long_ids += "]";
+  try {
+    prepare(R"({"prompt":[[1,2],)" + long_ids + "]}");
+    FAIL("accepted a prompt longer than the context");
+  } catch (const BadRequest& e) {
+    CHECK(e.param() == "prompt");
+    CHECK(std::string(e.what()).find("prompt[1]") != std::string::npos);
+  }
+  CHECK(error_param(R"({"prompt":[[1],[2,)" + std::to_string(tok.n_vocab()) + "]]}") == "prompt");
+}
+
 TEST_CASE("completion job: the context window bounds prompt and max_tokens") {
   CHECK(error_param(R"({"prompt":[1,2,3,4],"max_tokens":61})", false, 64) == "max_tokens");
   CHECK(prepare(R"({"prompt":[1,2,3,4],"max_tokens":60})", false, 64).max_tokens == 60);

@@ -14,7 +14,8 @@ TEST_CASE("openai_api: a completion request with every field") {
   auto r = parse_completion_request(
       R"({"model":"m","prompt":"hi","max_tokens":5,"temperature":0.5,"top_p":0.9,"top_k":7,"min_p":0.1,)"
       R"("seed":123,"stream":true,"presence_penalty":0.5,"frequency_penalty":-0.5,"user":"ignored"})");
-  CHECK(r.prompt == "hi");
+  REQUIRE(r.prompts.size() == 1);
+  CHECK(r.prompts[0].text == "hi");
   CHECK(r.max_tokens == 5);
   CHECK(r.sampling.temperature == doctest::Approx(0.5));
   CHECK(r.sampling.top_p == doctest::Approx(0.9));
@@ -29,7 +30,8 @@ TEST_CASE("openai_api: a completion request with every field") {
 
 TEST_CASE("openai_api: defaults and explicit nulls") {
   auto r = parse_completion_request(R"({"prompt":["hi"],"max_tokens":null,"temperature":null})");
-  CHECK(r.prompt == "hi");
+  REQUIRE(r.prompts.size() == 1);
+  CHECK(r.prompts[0].text == "hi");
   CHECK(r.max_tokens == 16);
   CHECK(!r.stream);
   CHECK(!r.seed_given);
@@ -48,7 +50,7 @@ TEST_CASE("openai_api: bad requests name the field") {
   CHECK(param_of(R"({"prompt":"x","max_tokens":18446744073709551615})") == "max_tokens");
   CHECK(param_of(R"({"prompt":"x","temperature":3})") == "temperature");
   CHECK(param_of(R"({"prompt":"x","top_k":1e3})") == "top_k");
-  CHECK(param_of(R"({"prompt":["a","b"]})") == "prompt");
+  CHECK(param_of(R"({"prompt":["a",2]})") == "prompt");
   CHECK(param_of(R"({"prompt":"x","model":5})") == "model");
   CHECK(param_of("{}") == "prompt");
   CHECK(param_of("nope") == "");
@@ -113,19 +115,33 @@ std::string rejected_message(const std::string& body) {
 }
 }  // namespace
 
-TEST_CASE("openai_api: prompt as a string, one string, token ids or one array of token ids") {
+TEST_CASE("openai_api: prompt as a string, strings, token ids or arrays of token ids") {
   auto r = parse_completion_request(R"({"prompt":[1,2,3]})");
-  CHECK(r.prompt_is_tokens);
-  CHECK(r.prompt_tokens == std::vector<int32_t>{1, 2, 3});
-  CHECK(r.prompt.empty());
+  REQUIRE(r.prompts.size() == 1);
+  CHECK(r.prompts[0].is_tokens);
+  CHECK(r.prompts[0].tokens == std::vector<int32_t>{1, 2, 3});
+  CHECK(r.prompts[0].text.empty());
   r = parse_completion_request(R"({"prompt":[[4,5]]})");
-  CHECK(r.prompt_is_tokens);
-  CHECK(r.prompt_tokens == std::vector<int32_t>{4, 5});
+  REQUIRE(r.prompts.size() == 1);
+  CHECK(r.prompts[0].tokens == std::vector<int32_t>{4, 5});
   r = parse_completion_request(R"({"prompt":["text"]})");
-  CHECK(!r.prompt_is_tokens);
-  CHECK(r.prompt == "text");
-  CHECK(rejected_message(R"({"prompt":["a","b"]})").find("one request per prompt") != std::string::npos);
-  CHECK(rejected_message(R"({"prompt":[[1],[2]]})").find("one request per prompt") != std::string::npos);
+  REQUIRE(r.prompts.size() == 1);
+  CHECK(!r.prompts[0].is_tokens);
+  CHECK(r.prompts[0].text == "text");
+  r = parse_completion_request(R"({"prompt":["a","b",""],"n":2})");
+  REQUIRE(r.prompts.size() == 3);
+  CHECK(r.prompts[1].text == "b");
+  CHECK(r.prompts[2].text.empty());
+  r = parse_completion_request(R"({"prompt":[[1],[2,3]]})");
+  REQUIRE(r.prompts.size() == 2);
+  CHECK(r.prompts[1].tokens == std::vector<int32_t>{2, 3});
+  // Mixed arrays, empty id arrays, too many choices.
+  CHECK(rejected_message(R"({"prompt":["a",[1]]})").find("prompt[1]") != std::string::npos);
+  CHECK(rejected_message(R"({"prompt":[[1],"a"]})").find("prompt[1]") != std::string::npos);
+  CHECK(rejected_message(R"({"prompt":[[1],[]]})").find("prompt[1]") != std::string::npos);
+  CHECK(rejected_param(R"({"prompt":["a","b","c","d","e"],"n":4})") == "n");
+  CHECK(rejected_param(R"({"prompt":[[1],[1],[1],[1],[1],[1],[1],[1],[1],[1],[1],[1],[1],[1],[1],[1],[1]]})") ==
+        "prompt");
   CHECK(rejected_param(R"({"prompt":[]})") == "prompt");
   CHECK(rejected_param(R"({"prompt":[[]]})") == "prompt");
   CHECK(rejected_param(R"({"prompt":[1,-2]})") == "prompt");
@@ -135,9 +151,26 @@ TEST_CASE("openai_api: prompt as a string, one string, token ids or one array of
   CHECK(rejected_param(R"({"prompt":[4294967296]})") == "prompt");
   CHECK(rejected_param(R"({"prompt":[true]})") == "prompt");
   CHECK(rejected_param(R"({"prompt":{"text":"x"}})") == "prompt");
+  // The size limits hold for all prompts together.
   RequestLimits small;
   small.max_prompt_tokens = 2;
   CHECK_THROWS_AS(parse_completion_request(R"({"prompt":[1,2,3]})", small), BadRequest);
+  CHECK_THROWS_AS(parse_completion_request(R"({"prompt":[[1,2],[3]]})", small), BadRequest);
+  small.max_prompt_bytes = 3;
+  CHECK_THROWS_AS(parse_completion_request(R"({"prompt":["ab","cd"]})", small), BadRequest);
+}
+
+TEST_CASE("openai_api: echo (completions only), and max_tokens 0 with it") {
+  auto r = parse_completion_request(R"({"prompt":"x","echo":true,"max_tokens":0,"logprobs":2})");
+  CHECK(r.echo);
+  CHECK(r.max_tokens == 0);
+  CHECK(r.top_logprobs == 2);
+  CHECK(!parse_completion_request(R"({"prompt":"x","echo":false})").echo);
+  CHECK(rejected_param(R"({"prompt":"x","echo":"yes"})") == "echo");
+  CHECK(rejected_param(R"({"prompt":"x","max_tokens":0})") == "max_tokens");
+  CHECK_THROWS_AS(parse_chat_request(R"({"messages":[{"role":"user","content":"a"}],"echo":true})"), BadRequest);
+  CHECK_THROWS_AS(parse_chat_request(R"({"messages":[{"role":"user","content":"a"}],"max_tokens":0})"), BadRequest);
+  CHECK_NOTHROW(parse_chat_request(R"({"messages":[{"role":"user","content":"a"}],"echo":false})"));
 }
 
 TEST_CASE("openai_api: max_tokens and max_completion_tokens on both endpoints") {
@@ -146,7 +179,7 @@ TEST_CASE("openai_api: max_tokens and max_completion_tokens on both endpoints") 
   const std::string msgs = R"("messages":[{"role":"user","content":"a"}])";
   CHECK(parse_chat_request("{" + msgs + R"(,"max_tokens":2,"max_completion_tokens":9})").max_tokens == 2);
   CHECK(parse_chat_request("{" + msgs + R"(,"max_completion_tokens":9})").max_tokens == 9);
-  CHECK(rejected_param(R"({"prompt":"x","max_completion_tokens":0})") == "max_completion_tokens");
+  CHECK(rejected_param(R"({"prompt":"x","max_completion_tokens":-1})") == "max_completion_tokens");
   CHECK(rejected_param(R"({"prompt":"x","max_completion_tokens":"5","max_tokens":3})") == "max_completion_tokens");
 }
 
@@ -209,7 +242,7 @@ TEST_CASE("openai_api: stream_options, n and user") {
         "stream_options.include_usage");
   CHECK(rejected_param(R"({"messages":[{"role":"user","content":"a"}],"stream_options":{}})", true) ==
         "stream_options");
-  CHECK(parse_completion_request(R"({"prompt":"x","n":1,"user":{"any":"thing"},"unknown":[1]})").prompt == "x");
+  CHECK(parse_completion_request(R"({"prompt":"x","n":1,"user":{"any":"thing"},"unknown":[1]})").prompts.size() == 1);
   CHECK(parse_completion_request(R"({"prompt":"x","n":3})").n == 3);
   CHECK(rejected_param(R"({"prompt":"x","n":0})") == "n");
   CHECK(rejected_param(R"({"prompt":"x","n":"1"})") == "n");
@@ -236,7 +269,6 @@ TEST_CASE("openai_api: fields not implemented yet are refused unless they ask fo
       {R"("tool_choice":"auto")", "tool_choice", false},
       {R"("tool_choice":{"type":"function","function":{"name":"f"}})", "tool_choice", true},  // no such tool
       {R"("functions":[{"name":"f"}])", "functions", true},
-      {R"("echo":true)", "echo", true},
       {R"("suffix":"x")", "suffix", true},
       {R"("best_of":2)", "best_of", true},
   };

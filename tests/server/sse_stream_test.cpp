@@ -1,6 +1,10 @@
 // The SSE write state machine and the events of a completion, without sockets.
 #include <doctest/doctest.h>
 
+#include <cmath>
+#include <string>
+#include <vector>
+
 #include <nlohmann/json.hpp>
 
 #include "server/completion_events.h"
@@ -135,7 +139,7 @@ TEST_CASE("completion events: a non-streaming answer is 200 with the text, or 50
   shape.model = "tiny";
   CompletionEvents events(shape);
   ember::GenerationStats stats;
-  Response ok = events.whole_response({ChoiceResult{"hello", {}, stats}}, nullptr);
+  Response ok = events.whole_response({ChoiceResult{"hello", {}, stats, {}}}, nullptr);
   CHECK(ok.result() == boost::beast::http::status::ok);
   CHECK(json::parse(ok.body())["choices"][0]["text"] == "hello");
   Response bad = events.whole_response({}, std::make_exception_ptr(std::runtime_error("boom")));
@@ -148,6 +152,7 @@ TEST_CASE("completion events: n choices, numbered in order; usage counts them al
   shape.id = "chatcmpl-3";
   shape.model = "tiny";
   shape.prompt_tokens = 10;
+  shape.choices_per_prompt = 2;
   ember::GenerationStats first, second;
   first.generated_tokens = 4;
   first.cached_prompt_tokens = 6;
@@ -155,7 +160,7 @@ TEST_CASE("completion events: n choices, numbered in order; usage counts them al
   second.generated_tokens = 5;
   second.cached_prompt_tokens = 9;  // the second choice reuses the first's prompt: not a client's saving
   CompletionEvents whole(shape);
-  const json body = json::parse(whole.whole_response({ChoiceResult{"a", {}, first}, ChoiceResult{"b", {}, second}}, nullptr).body());
+  const json body = json::parse(whole.whole_response({ChoiceResult{"a", {}, first, {}}, ChoiceResult{"b", {}, second, {}}}, nullptr).body());
   REQUIRE(body["choices"].size() == 2);
   CHECK(body["choices"][1]["index"] == 1);
   CHECK(body["choices"][1]["message"]["content"] == "b");
@@ -181,4 +186,79 @@ TEST_CASE("completion events: n choices, numbered in order; usage counts them al
   }
   CHECK(order == std::vector<int>{0, 0, 0, 1, 1, 1});  // role, text, finish per choice
   CHECK(chunks.back()["usage"]["completion_tokens"] == 9);
+  CHECK(chunks.back()["usage"]["prompt_tokens_details"]["cached_tokens"] == 6);
+}
+
+namespace {
+std::vector<json> chunks_of(const std::string& out) {
+  std::vector<json> chunks;
+  for (size_t at = out.find("data: {"); at != std::string::npos; at = out.find("data: {", at + 1)) {
+    chunks.push_back(json::parse(out.substr(at + 6, out.find("\n\n", at) - at - 6)));
+  }
+  return chunks;
+}
+
+ember::server::TokenLogprobs token(const std::string& text, float logprob) {
+  return {{text, logprob}, {{text, logprob}}};
+}
+}  // namespace
+
+TEST_CASE("completion events: several prompts with echo; prompt logprobs lead each choice's logprobs") {
+  CompletionShape shape;
+  shape.id = "cmpl-4";
+  shape.model = "tiny";
+  shape.prompt_tokens = 7;
+  shape.choices_per_prompt = 2;
+  shape.logprobs = true;
+  shape.echo = {"Hi", "Yo"};
+  ember::GenerationStats stats;
+  stats.generated_tokens = 1;
+  stats.cached_prompt_tokens = 1;
+  const std::vector<ember::server::TokenLogprobs> hi = {token("H", std::nanf("")), token("i", -0.5f)};
+  const std::vector<ember::server::TokenLogprobs> yo = {token("Yo", -2.0f)};
+
+  CompletionEvents whole(shape);
+  std::vector<ChoiceResult> results(4);
+  for (size_t i = 0; i < results.size(); ++i) {
+    results[i].text = "!" + std::to_string(i);
+    results[i].stats = stats;
+    results[i].logprobs = {token("!" + std::to_string(i), -1.0f)};
+  }
+  results[0].prompt_logprobs = hi;
+  results[2].prompt_logprobs = yo;
+  const json body = json::parse(whole.whole_response(std::move(results), nullptr).body());
+  REQUIRE(body["choices"].size() == 4);
+  CHECK(body["choices"][1]["text"] == "Hi!1");
+  CHECK(body["choices"][3]["text"] == "Yo!3");
+  const json& lp1 = body["choices"][1]["logprobs"];
+  CHECK(lp1["tokens"] == json::array({"H", "i", "!1"}));
+  CHECK(lp1["token_logprobs"][0].is_null());
+  CHECK(lp1["top_logprobs"][0].is_null());
+  CHECK(lp1["token_logprobs"][1] == -0.5);
+  CHECK(lp1["text_offset"] == json::array({0, 1, 2}));
+  CHECK(body["choices"][2]["logprobs"]["tokens"] == json::array({"Yo", "!2"}));
+  CHECK(body["usage"]["prompt_tokens_details"]["cached_tokens"] == 2);  // each prompt's first choice
+
+  shape.stream = true;
+  CompletionEvents stream(shape);
+  stream.prompt_logprobs(hi);
+  stream.logprobs(token("!0", -1.0f));
+  std::string out = stream.text("!0");
+  out += stream.choice_end(stats);
+  out += stream.choice_end(stats);  // max_tokens 0: no text, the echo still comes
+  stream.prompt_logprobs(yo);
+  out += stream.text("!2");
+  out += stream.done(stats, nullptr);
+  const std::vector<json> chunks = chunks_of(out);
+  std::vector<std::string> texts;
+  std::vector<int> order;
+  for (const json& c : chunks) {
+    texts.push_back(c["choices"][0]["text"].get<std::string>());
+    order.push_back(c["choices"][0]["index"].get<int>());
+  }
+  CHECK(texts == std::vector<std::string>{"Hi", "!0", "", "Hi", "", "Yo", "!2", ""});
+  CHECK(order == std::vector<int>{0, 0, 0, 1, 1, 2, 2, 2});
+  CHECK(chunks[0]["choices"][0]["logprobs"]["tokens"] == json::array({"H", "i"}));
+  CHECK(chunks[1]["choices"][0]["logprobs"]["text_offset"] == json::array({2}));
+  CHECK(chunks[5]["choices"][0]["logprobs"]["tokens"] == json::array({"Yo"}));
 }
