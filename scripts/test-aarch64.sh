@@ -67,7 +67,7 @@ serve_smoke() {
     kill -0 "$pid" 2>/dev/null || break
     sleep 0.1
   done
-  local body='{"model":"x","stream":true,"max_tokens":8,"messages":[{"role":"user","content":"Once upon a time"}]}'
+  local body='{"stream":true,"max_tokens":8,"messages":[{"role":"user","content":"Once upon a time"}]}'
   local ok=1
   if [ -z "$port" ]; then
     ok=0

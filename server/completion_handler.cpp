@@ -4,6 +4,7 @@
 
 #include "server/completion_events.h"
 #include "server/completion_job.h"
+#include "server/http_message.h"
 #include "server/openai_api.h"
 #include "server/unix_time.h"
 
@@ -70,6 +71,15 @@ void handle_completion(const Request& req, bool chat, RouteContext& ctx, Respond
   } catch (const BadRequest& e) {
     return out.send(
         error_response(http::status::bad_request, e.what(), "invalid_request_error", e.param()));
+  }
+  // A model the server does not serve is an error, never another model's answer (a typo must not
+  // be answered by whatever is loaded). Not naming one means the served model.
+  const std::string& served = ctx.state.options.model_id;
+  if (!request.model.empty() && request.model != served) {
+    return out.send(error_response(http::status::not_found,
+                                   "the model " + quote_excerpt(request.model) + " does not exist; this server serves " +
+                                       quote_excerpt(served) + " (GET /v1/models)",
+                                   "invalid_request_error", "model", "model_not_found"));
   }
   submit(std::move(request), chat, ctx, out);
 }

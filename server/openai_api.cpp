@@ -311,7 +311,10 @@ void parse_common(const json& j, const std::string& body, CompletionRequest& r, 
   reject_unsupported(j);
   r.grammar = parse_output_grammar(j, body, limits.output);
   parse_logprobs(j, r, limits);
-  if (present(j, "model") && !j.at("model").is_string()) throw BadRequest("'model' must be a string", "model");
+  if (present(j, "model")) {
+    if (!j.at("model").is_string()) throw BadRequest("'model' must be a string", "model");
+    r.model = j.at("model").get<std::string>();
+  }
   // max_completion_tokens is the newer name (both endpoints); max_tokens wins when both are sent,
   // but both must be valid.
   if (present(j, "max_completion_tokens")) {

@@ -36,6 +36,7 @@ struct PromptInput {
 };
 
 struct CompletionRequest {
+  std::string model;                  // the model the client names; empty: not given (the served one)
   std::vector<PromptInput> prompts;   // /v1/completions: one or more, each answered by n choices
   bool echo = false;                  // /v1/completions: each choice's text starts with its prompt
   std::vector<ChatMessage> messages;  // /v1/chat/completions

@@ -49,6 +49,26 @@ describe('invalid requests', () => {
     await assertHealthy(daemon);
   });
 
+  test('a model the server does not serve is a 404 model_not_found, streamed or not; no model is the served one', async () => {
+    for (const model of ['gpt-4o-not-here', `${MODEL_ID} `, '../stories260K', '/etc/passwd', '']) {
+      for (const [path, body] of [[CHAT, chatBody], [COMPLETIONS, { prompt: 'Hi', max_tokens: 2 }]]) {
+        for (const stream of [false, true]) {
+          const res = await post(path, { json: { ...body, model, stream } });
+          if (model === '') {
+            assert.equal(res.status, 200, `model "" is the served model: ${res.status}`);
+            continue;
+          }
+          const e = assertError(res, 404, { method: 'POST', template: path, param: 'model', code: 'model_not_found',
+                                            what: `${path} model ${JSON.stringify(model)}` });
+          assert.ok(e.message.includes(MODEL_ID), `the message names the served model: ${e.message}`);
+        }
+      }
+    }
+    const { model: _, ...noModel } = chatBody;
+    assert.equal((await post(CHAT, { json: noModel })).status, 200);
+    await assertHealthy(daemon);
+  });
+
   test('wrong types are 400 naming the field', async () => {
     const cases = [
       [CHAT, { messages: 'Hi' }, 'messages'],

@@ -16,6 +16,7 @@ TEST_CASE("openai_api: a completion request with every field") {
       R"("seed":123,"stream":true,"presence_penalty":0.5,"frequency_penalty":-0.5,"user":"ignored"})");
   REQUIRE(r.prompts.size() == 1);
   CHECK(r.prompts[0].text == "hi");
+  CHECK(r.model == "m");  // checked against the served model by the handler (404 model_not_found)
   CHECK(r.max_tokens == 5);
   CHECK(r.sampling.temperature == doctest::Approx(0.5));
   CHECK(r.sampling.top_p == doctest::Approx(0.9));
