@@ -117,7 +117,10 @@ EngineWorker::EngineWorker(std::unique_ptr<Model> model, const EngineOptions& op
     const cache::CacheCounters counters = cache_->counters();
     metrics_.offloaded = true;
     metrics_.memory_budget_bytes = counters.budget_bytes;
+    metrics_.memory_configured_budget_bytes = offloaded->configured_budget_bytes();
     metrics_.memory_io_buffer_bytes = counters.io_buffer_bytes;
+    configured_budget_ = offloaded->configured_budget_bytes();
+    minimum_budget_ = offloaded->plan().minimum_bytes;
   }
   thread_ = std::thread([this] { loop(); });
 }
@@ -191,6 +194,10 @@ void EngineWorker::publish_locked() {
     metrics_.offload = counters.offload;
     metrics_.replans = counters.replans;
     metrics_.memory_resident_bytes = counters.resident_bytes;
+    metrics_.memory_budget_bytes = counters.budget_bytes;
+    metrics_.memory_budget_shrinks = counters.budget_shrinks;
+    metrics_.memory_budget_regrowths = counters.budget_regrowths;
+    metrics_.memory_resize_failures = counters.resize_failures;
   }
   if (!metrics_.moe_expert_routed.empty()) publish_routing_locked();
   if (!metrics_.sparse_counted) return;
@@ -252,12 +259,17 @@ void EngineWorker::loop() {
 }
 
 bool EngineWorker::run_round(std::vector<GenerationJob>& cancelled) {
+  std::optional<std::pair<uint64_t, std::string>> budget;
   {
     std::unique_lock lock(mu_);
     publish_locked();
-    cv_.wait(lock, [&] { return stopping_ || !queue_.empty() || active_ > 0; });
+    cv_.wait(lock, [&] { return stopping_ || !queue_.empty() || active_ > 0 || budget_request_; });
     if (stopping_) return false;
     admit_locked(cancelled);
+    if (budget_request_) {
+      budget = std::move(budget_request_);
+      budget_request_.reset();
+    }
   }
   for (auto& job : cancelled) call_on_done(job, cancelled_stats(job), nullptr);
   cancelled.clear();
@@ -273,7 +285,17 @@ bool EngineWorker::run_round(std::vector<GenerationJob>& cancelled) {
   // Between steps, after a job ended: no forward pass is in flight, so the cache can be rebuilt.
   // Other slots' streams pause for it.
   if (cache_) cache_->replan_if_due();
+  if (cache_ && budget) cache_->resize(budget->first, budget->second);
   return true;
+}
+
+void EngineWorker::request_cache_budget(uint64_t bytes, std::string reason) {
+  if (!cache_) return;
+  {
+    std::lock_guard lock(mu_);
+    budget_request_.emplace(bytes, std::move(reason));
+  }
+  cv_.notify_all();
 }
 
 void EngineWorker::recover(std::exception_ptr error) {

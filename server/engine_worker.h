@@ -14,10 +14,12 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "core/cache/cache_supervisor.h"
@@ -119,6 +121,9 @@ struct EngineMetrics {
   uint64_t replan_runs = 0;            // re-plans the engine ran
   uint64_t replans = 0;                // ... of which changed the hot set (OffloadedFfn::replans())
   uint64_t replan_failures = 0;
+  // Memory-pressure elasticity (request_cache_budget): the configured budget, and the changes.
+  uint64_t memory_configured_budget_bytes = 0;
+  uint64_t memory_budget_shrinks = 0, memory_budget_regrowths = 0, memory_resize_failures = 0;
   // A mixture of experts (moe_n_expert > 0): every slot's routing summed, as of the engine's last
   // round. moe_expert_routed[layer * n_expert + e]: tokens routed to expert e in that layer;
   // consecutive tokens of a sequence (pairs), how many of them share their first choice / any expert.
@@ -171,6 +176,15 @@ class EngineWorker {
   // Thread-safe; counters include everything up to the engine's last round of steps.
   EngineMetrics metrics() const;
 
+  // Memory-pressure elasticity (server/memory_pressure.h): asks for the neuron cache to be planned
+  // for `bytes` (0: the configured budget; raised to the pack's minimum), applied on the engine
+  // thread between steps (streams pause while the cache is rebuilt) and logged with `reason`. A
+  // later request replaces one not yet applied. Thread-safe; no-op without a memory budget.
+  void request_cache_budget(uint64_t bytes, std::string reason);
+  // Without a memory budget both are 0.
+  uint64_t configured_cache_budget() const { return configured_budget_; }
+  uint64_t minimum_cache_budget() const { return minimum_budget_; }
+
  private:
   struct Slot;  // one KV cache, the tokens in it and the job it runs (engine_worker.cpp)
 
@@ -216,6 +230,7 @@ class EngineWorker {
   // Under a memory budget: the neuron cache's supervisor (re-plans, saved counts, its counters);
   // engine thread only once the thread runs. Null without a budget.
   std::unique_ptr<cache::CacheSupervisor> cache_;
+  uint64_t configured_budget_ = 0, minimum_budget_ = 0;
   // The vocabulary as a byte trie for constrained decoding: built on the engine thread by the first
   // job with a grammar (tens of milliseconds), then shared by every such job.
   std::shared_ptr<const grammar::TokenTrie> trie_;
@@ -225,6 +240,8 @@ class EngineWorker {
   std::deque<GenerationJob> queue_;
   bool stopping_ = false;
   size_t active_ = 0;      // slots holding a job
+  // request_cache_budget() not yet applied: the budget and why.
+  std::optional<std::pair<uint64_t, std::string>> budget_request_;
   EngineMetrics metrics_;  // counters (gauges are filled in by metrics())
   std::thread thread_;
 };

@@ -147,8 +147,19 @@ void render_moe(std::string& out, const EngineMetrics& e) {
 // steps (prompt prefill), the latency histogram only the fetches.
 void render_offload(std::string& out, const EngineMetrics& e) {
   const OffloadStats& s = e.offload;
-  metric(out, "ember_memory_budget_bytes", "gauge", "The memory budget: cap on resident model bytes (memory.budget).",
+  metric(out, "ember_memory_budget_bytes", "gauge",
+         "The memory budget in force: cap on resident model bytes (memory.budget, lowered under memory pressure).",
          u(e.memory_budget_bytes));
+  metric(out, "ember_memory_configured_budget_bytes", "gauge",
+         "The configured memory budget (memory.budget), which the budget grows back to after pressure.",
+         u(e.memory_configured_budget_bytes));
+  family(out, "ember_memory_budget_changes_total", "counter",
+         "Budget changes for memory pressure: direction=\"shrink\" under pressure, \"regrow\" after it.");
+  out += "ember_memory_budget_changes_total{direction=\"shrink\"} " + u(e.memory_budget_shrinks) + "\n";
+  out += "ember_memory_budget_changes_total{direction=\"regrow\"} " + u(e.memory_budget_regrowths) + "\n";
+  metric(out, "ember_memory_budget_change_failures_total", "counter",
+         "Budget changes whose hot-neuron reads failed (logged; the cache runs without hot neurons).",
+         u(e.memory_resize_failures));
   metric(out, "ember_memory_resident_bytes", "gauge",
          "Planned resident model bytes (within the budget): weights kept in memory, hot neurons, cold slots.",
          u(e.memory_resident_bytes));

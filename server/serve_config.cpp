@@ -266,6 +266,9 @@ constexpr Setting kSettings[] = {
     {"memory", "replan_tokens", "EMBER_REPLAN_TOKENS", Kind::Int,
      [](ServeConfig& c, const json& v) { c.replan_tokens = int_in(v, 0, int64_t{1} << 40); },
      [](const ServeConfig& c) -> json { return c.replan_tokens; }},
+    {"memory", "pressure", "EMBER_MEMORY_PRESSURE", Kind::Bool,
+     [](ServeConfig& c, const json& v) { c.memory_pressure = boolean(v); },
+     [](const ServeConfig& c) -> json { return c.memory_pressure; }},
     // server
     {"server", "host", "EMBER_HOST", Kind::String,
      [](ServeConfig& c, const json& v) { c.server.host = token(v, "address"); },

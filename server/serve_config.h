@@ -48,6 +48,7 @@ struct ServeConfig {
   // place (activation_state_path()); "": not saved or loaded.
   std::optional<std::string> activation_state;
   int64_t replan_tokens = 8192;       // re-plan the hot set after this many decoded tokens; 0: never
+  bool memory_pressure = true;        // shrink the neuron cache under memory pressure (server/memory_pressure.h)
   // "server" section (with the fields of `server` below)
   int io_threads = 1;
   // "security" section: a file of keys, read at startup and added to server.api_keys.

@@ -20,6 +20,7 @@
 #include "server/engine_worker.h"
 #include "server/http_server.h"
 #include "server/listen_spec.h"
+#include "server/memory_pressure.h"
 #include "server/serve_config.h"
 #include "tools/model_options.h"
 #include "tools/subcommands.h"
@@ -40,7 +41,7 @@ struct ServeFlags {
   int64_t port = 0, queue = 0, parallel = 0, io_threads = 0, max_body = 0, max_tokens = 0;
   int64_t request_timeout = 0, shutdown_grace = 0;
   std::vector<std::string> listen, api_keys, cors_origins, allowed_hosts;
-  bool no_tcp = false, no_prefix_reuse = false;
+  bool no_tcp = false, no_prefix_reuse = false, no_memory_pressure = false;
 };
 
 // Applies the given flags on top of `config`, each through the same checks as the file's keys, so
@@ -62,6 +63,7 @@ void apply_flags(server::ServeConfig& config, const CLI::App& sub, const ServeFl
   set("--queue", "engine", "queue", f.queue);
   set("--parallel", "engine", "parallel", f.parallel);
   set("--no-prefix-reuse", "engine", "prefix_reuse", !f.no_prefix_reuse);
+  set("--no-memory-pressure", "memory", "pressure", !f.no_memory_pressure);
   set("--sparse", "sparse", "mode", m.sparse_mode);
   set("--sparse-threshold", "sparse", "threshold", m.sparse_threshold);
   set("--sparsity", "sparse", "sparsity", m.sparsity);
@@ -221,6 +223,12 @@ int serve(const server::ServeConfig& config) {
                              " does not fit this model: " + e.what());
   }
   http.attach(*engine);
+  // Declared after the engine: destroyed (its thread joined) before it.
+  std::optional<server::MemoryPressureWatcher> pressure;
+  if (config.memory_pressure && engine->configured_cache_budget() > 0) {
+    pressure.emplace(*engine, server::PressureWatchOptions{},
+                     [](const std::string& line) { std::fprintf(stderr, "ember: %s\n", line.c_str()); });
+  }
   const SparseOptions& so = engine_options.context.sparse;
   const std::string sparse_note =
       (so.mode == SparseOptions::Mode::Dense ? "" : std::string(", sparse FFN ") + sparse_mode_name(so.mode)) +
@@ -234,6 +242,7 @@ int serve(const server::ServeConfig& config) {
 
   http.wait_for_signal();
   std::fprintf(stderr, "ember: shutting down (grace %llds)\n", (long long)options.shutdown_grace.count());
+  pressure.reset();
   http.stop(options.shutdown_grace);
   return 0;
 }
@@ -263,6 +272,9 @@ void register_serve(CLI::App& app, int& exit_code) {
                   "Requests generated together, each with its own KV cache" + d(defaults.slots));
   sub->add_flag("--no-prefix-reuse", f->no_prefix_reuse,
                 "Start every request from an empty KV cache instead of reusing a cached common prefix");
+  sub->add_flag("--no-memory-pressure", f->no_memory_pressure,
+                "Under --memory-budget, keep the neuron cache's budget fixed instead of shrinking it while the "
+                "system is short of memory (Linux PSI)");
   f->model.add_sparse_to(*sub);  // --sparse, --sparse-threshold, --sparsity, --sparse-stats, --profile
   f->model.add_memory_to(*sub);  // --memory-budget, --io-backend
   sub->add_option("--activation-state", f->activation_state,

@@ -83,6 +83,22 @@ void CacheSupervisor::replan_if_due() {
   save();  // a crash later still leaves recent counts behind
 }
 
+uint64_t CacheSupervisor::resize(uint64_t bytes, const std::string& reason) {
+  const uint64_t before = ffn_.budget_bytes();
+  try {
+    const uint64_t now = ffn_.set_budget(bytes);
+    if (now == before) return now;
+    (now < before ? budget_shrinks_ : budget_regrowths_) += 1;
+    options_.log("neuron cache budget " + mib(before) + " -> " + mib(now) + " (" + reason + "): hot neurons " +
+                 mib(ffn_.plan().hot_total_bytes) + ", cold slots " + std::to_string(ffn_.plan().cold_slots));
+  } catch (const std::exception& e) {
+    ++resize_failures_;
+    options_.log("error: resizing the neuron cache to " + mib(bytes) + " (" + reason + ") failed: " + e.what() +
+                 "; serving on without hot neurons until the next re-plan");
+  }
+  return ffn_.budget_bytes();
+}
+
 bool CacheSupervisor::save() {
   const std::string& path = options_.activation_state;
   if (path.empty()) return false;
@@ -106,6 +122,9 @@ CacheCounters CacheSupervisor::counters() const {
   c.replan_runs = replan_runs_;
   c.replans = ffn_.replans();
   c.replan_failures = replan_failures_;
+  c.budget_shrinks = budget_shrinks_;
+  c.budget_regrowths = budget_regrowths_;
+  c.resize_failures = resize_failures_;
   return c;
 }
 

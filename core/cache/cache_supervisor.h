@@ -33,6 +33,10 @@ struct CacheCounters {
   uint64_t replan_runs = 0;      // re-plans run
   uint64_t replans = 0;          // ... of which changed the hot set
   uint64_t replan_failures = 0;
+  // Memory-pressure elasticity (resize()): budget changes that lowered / raised it, and failures.
+  uint64_t budget_shrinks = 0;
+  uint64_t budget_regrowths = 0;
+  uint64_t resize_failures = 0;
 };
 
 class CacheSupervisor {
@@ -51,6 +55,10 @@ class CacheSupervisor {
   // a failed re-plan leaves a working cache without hot neurons and the next one tries again).
   void replan_if_due();
   bool replan_due() const { return replan_due_; }
+  // Between steps: plans the cache for a budget of `bytes` (0: the configured one; see
+  // OffloadedFfn::set_budget) and logs the change with `reason`. Never throws (a failed read leaves
+  // a working cache without hot neurons, logged). Returns the budget in force.
+  uint64_t resize(uint64_t bytes, const std::string& reason);
   // Saves the live counts (never throws: failures are logged). True when saved.
   bool save();
   const std::string& state_path() const { return options_.activation_state; }
@@ -66,6 +74,7 @@ class CacheSupervisor {
   uint64_t decoded_since_replan_ = 0;
   bool replan_due_ = false;
   uint64_t replan_runs_ = 0, replan_failures_ = 0;
+  uint64_t budget_shrinks_ = 0, budget_regrowths_ = 0, resize_failures_ = 0;
 };
 
 }  // namespace ember::cache

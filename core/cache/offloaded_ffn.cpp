@@ -48,7 +48,7 @@ int64_t stream_chunk_neurons(uint64_t chunk_bytes, uint64_t bundle_bytes, int64_
 }  // namespace
 
 OffloadedFfn::OffloadedFfn(const OffloadedPack& pack, const OffloadOptions& o)
-    : p_(pack), budget_(o.budget_bytes), options_(o), file_(open_pack(pack, o)) {
+    : p_(pack), budget_(o.budget_bytes), configured_budget_(o.budget_bytes), options_(o), file_(open_pack(pack, o)) {
   if (p_.bundles_offset.size() != static_cast<size_t>(p_.n_layer) || p_.neuron_freq.size() != p_.bundles_offset.size() ||
       p_.neuron_perm.size() != p_.bundles_offset.size()) {
     throw std::invalid_argument("offloaded FFN: the pack description needs one entry per layer");
@@ -160,8 +160,25 @@ void OffloadedFfn::build_cache() {
 
 bool OffloadedFfn::replan() try {
   std::lock_guard<std::mutex> lock(mutex_);
-  cache::BudgetPlan next = cache::plan_budget(plan_input(/*live=*/true));
-  if (next.hot == plan_.hot) return false;
+  return adopt_plan_locked(cache::plan_budget(plan_input(/*live=*/true)));
+} catch (const io::IoError& e) {
+  throw_as_fetch_error("re-planning the neuron cache", e);
+}
+
+uint64_t OffloadedFfn::set_budget(uint64_t bytes) try {
+  std::lock_guard<std::mutex> lock(mutex_);
+  // The minimum does not depend on the budget (resident weights plus one layer's cold slots).
+  const uint64_t target = std::max(bytes == 0 ? configured_budget_ : bytes, plan_.minimum_bytes);
+  if (target == budget_) return budget_;
+  budget_ = target;
+  adopt_plan_locked(cache::plan_budget(plan_input(/*live=*/true)));
+  return budget_;
+} catch (const io::IoError& e) {
+  throw_as_fetch_error("resizing the neuron cache", e);
+}
+
+bool OffloadedFfn::adopt_plan_locked(cache::BudgetPlan next) {
+  if (next.hot == plan_.hot && next.cold_slots == plan_.cold_slots) return false;
   // Counters of the old cache and fetcher carry over into the totals.
   OffloadStats old;
   old.cache = cache_->stats();
@@ -184,8 +201,6 @@ bool OffloadedFfn::replan() try {
   }
   ++replans_;
   return true;
-} catch (const io::IoError& e) {
-  throw_as_fetch_error("re-planning the neuron cache", e);
 }
 
 void OffloadedFfn::check_consistency() const {

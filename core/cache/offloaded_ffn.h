@@ -163,6 +163,13 @@ class OffloadedFfn {
   // (correct, slower) and a later replan() can try again.
   bool replan();
   uint64_t replans() const;
+  // Memory-pressure elasticity: plans the cache for a budget of `bytes` (0: the one it was built
+  // with; raised to the plan's minimum_bytes) from the live frequencies and rebuilds it when the
+  // plan changes, as replan() does (the old cache freed first; a failed read leaves it without hot
+  // neurons and throws). Results never change, only speed. Returns the budget now in force. Call
+  // between steps.
+  uint64_t set_budget(uint64_t bytes);
+  uint64_t configured_budget_bytes() const { return configured_budget_; }
   // Saves the live counts atomically (cache/tracker_file.h) / replaces them with a saved file's
   // (throws std::runtime_error when it was saved for another pack).
   void save_activations(const std::string& path) const;
@@ -184,6 +191,8 @@ class OffloadedFfn {
   cache::BudgetPlanInput plan_input(bool live) const;
   cache::TrackerIdentity tracker_identity() const;
   void build_cache();
+  // replan() and set_budget(), under mutex_: adopts `next` when it differs from the plan in force.
+  bool adopt_plan_locked(cache::BudgetPlan next);
   const uint8_t* hot_data(int64_t layer, int64_t first, int64_t end);
   void start_chunk(int64_t layer, int64_t chunk, StreamBuffer& buf);
   void wait_chunk(StreamBuffer& buf, StreamBuffer& other);
@@ -193,6 +202,7 @@ class OffloadedFfn {
   BundleRowsLayout layout_;
   uint64_t bundle_bytes_ = 0;
   uint64_t budget_ = 0;
+  uint64_t configured_budget_ = 0;  // OffloadOptions::budget_bytes
   uint64_t weights_bytes_ = 0;
   uint64_t io_buffer_bytes_ = 0;
   int64_t chunk_neurons_ = 0;

@@ -450,14 +450,7 @@ struct PackCopy {
 // the failed jobs' slot was reset, nothing half-written is reused.
 TEST_CASE("engine: a pack truncated while it is served fails each job with FetchError; the engine lives on") {
   const PackCopy pack;
-  uint64_t minimum = 0;
-  try {
-    ModelLoadOptions probe;
-    probe.offload.budget_bytes = 1;
-    Model::load(pack.path, probe);
-  } catch (const cache::BudgetTooSmall& e) {
-    minimum = e.minimum_bytes();
-  }
+  const uint64_t minimum = test_server::minimum_budget(pack.path);
   REQUIRE(minimum > 0);
   ModelLoadOptions lo;
   lo.offload.budget_bytes = minimum + 200 * 1024;

@@ -1,11 +1,14 @@
 #pragma once
 // The tiny synthetic model the daemon's tests run on, written once per test process into a
 // private temporary folder that is removed when the process exits.
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <system_error>
 #include <unistd.h>
 
+#include "core/cache/budget_planner.h"
+#include "core/model/model.h"
 #include "core/synth/synth_writer.h"
 #include "tests/support/scratch_dir.h"
 
@@ -54,6 +57,18 @@ inline const std::string& moe_tiny_model_path() {
     return o.output_path;
   }();
   return path;
+}
+
+// The smallest memory budget a pack loads with (what cache::BudgetTooSmall reports for 1 byte).
+inline uint64_t minimum_budget(const std::string& pack_path) {
+  try {
+    ModelLoadOptions probe;
+    probe.offload.budget_bytes = 1;
+    Model::load(pack_path, probe);
+  } catch (const cache::BudgetTooSmall& e) {
+    return e.minimum_bytes();
+  }
+  return 0;
 }
 
 }  // namespace ember::test_server

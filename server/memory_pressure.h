@@ -1,0 +1,77 @@
+#pragma once
+// Memory-pressure elasticity: under a memory budget the neuron cache gives memory back while the
+// device is short of it and grows back once it is not. The kernel says when (a PSI trigger on
+// /proc/pressure/memory, io/psi_trigger.h); PressureGovernor decides how much (no threads, no
+// clock of its own: testable); MemoryPressureWatcher runs the two on a thread and hands the
+// budgets to the engine, which rebuilds the cache between steps. The cache only changes speed,
+// never results, so a shrink costs tokens/s and nothing else.
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <thread>
+
+namespace ember::server {
+
+class EngineWorker;
+
+struct PressurePolicy {
+  double shrink_factor = 0.75;   // each pressure event: budget *= this (down to the minimum)
+  // After this long without pressure, each further quiet period grows the budget by grow_step of
+  // the configured budget, up to it.
+  std::chrono::milliseconds calm{std::chrono::seconds(10)};
+  double grow_step = 0.25;
+};
+
+class PressureGovernor {
+ public:
+  using Clock = std::chrono::steady_clock;
+  // `configured`: the budget to return to; `minimum`: the smallest the cache runs with.
+  PressureGovernor(uint64_t configured, uint64_t minimum, PressurePolicy policy = {});
+
+  // The trigger fired at `now`: the lower budget, or nullopt when already at the minimum.
+  std::optional<uint64_t> on_pressure(Clock::time_point now);
+  // No pressure seen up to `now`: a higher budget once calm has lasted a full period since the
+  // last pressure or growth, else nullopt.
+  std::optional<uint64_t> on_quiet(Clock::time_point now);
+  uint64_t target() const { return target_; }
+
+ private:
+  uint64_t configured_, minimum_, target_;
+  PressurePolicy policy_;
+  Clock::time_point last_change_{};
+};
+
+struct PressureWatchOptions {
+  std::string path = "/proc/pressure/memory";
+  std::chrono::microseconds stall{std::chrono::milliseconds(100)};  // stalled this long ...
+  std::chrono::microseconds window{std::chrono::seconds(2)};       // ... within this window
+  PressurePolicy policy;
+};
+
+class MemoryPressureWatcher {
+ public:
+  // Starts watching when the engine runs under a memory budget and the trigger can be set;
+  // otherwise logs why not and does nothing. `log` gets lines without a trailing newline.
+  MemoryPressureWatcher(EngineWorker& engine, PressureWatchOptions options,
+                        std::function<void(const std::string&)> log);
+  ~MemoryPressureWatcher();  // stop()
+  MemoryPressureWatcher(const MemoryPressureWatcher&) = delete;
+  MemoryPressureWatcher& operator=(const MemoryPressureWatcher&) = delete;
+
+  bool active() const { return thread_.joinable(); }
+  void stop();  // idempotent; returns within one poll period
+
+ private:
+  void run(PressureGovernor governor);
+
+  EngineWorker& engine_;
+  PressureWatchOptions options_;
+  std::function<void(const std::string&)> log_;
+  std::atomic<bool> stopping_{false};
+  std::thread thread_;
+};
+
+}  // namespace ember::server
