@@ -42,15 +42,13 @@ MemoryPressureWatcher::MemoryPressureWatcher(EngineWorker& engine, PressureWatch
     : engine_(engine), options_(std::move(options)), log_(std::move(log)) {
   const uint64_t configured = engine_.configured_cache_budget();
   if (configured == 0) return;  // no memory budget: nothing to give back
-  std::unique_ptr<io::PressureTrigger> probe;
   try {
-    // Set here, so a missing PSI is reported at startup; the thread keeps its own below.
-    probe = std::make_unique<io::PressureTrigger>(options_.path, options_.stall, options_.window);
+    // Set here, so a missing PSI is reported at startup.
+    trigger_ = std::make_unique<io::PressureTrigger>(options_.path, options_.stall, options_.window);
   } catch (const std::exception& e) {
     log_(std::string("memory pressure is not watched (the cache keeps its budget): ") + e.what());
     return;
   }
-  probe.reset();
   log_("watching memory pressure (" + options_.path + ": " + std::to_string(options_.stall.count() / 1000) +
        " ms stalled within " + std::to_string(options_.window.count() / 1000) +
        " ms): the neuron cache shrinks toward " + mib(engine_.minimum_cache_budget()) + " under pressure");
@@ -68,9 +66,8 @@ void MemoryPressureWatcher::stop() {
 
 void MemoryPressureWatcher::run(PressureGovernor governor) {
   try {
-    io::PressureTrigger trigger(options_.path, options_.stall, options_.window);
     while (!stopping_.load()) {
-      const bool fired = trigger.wait(kPollPeriod);
+      const bool fired = trigger_->wait(kPollPeriod);
       const auto now = PressureGovernor::Clock::now();
       if (fired) {
         if (auto lower = governor.on_pressure(now)) engine_.request_cache_budget(*lower, "memory pressure");

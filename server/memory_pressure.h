@@ -9,9 +9,14 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <thread>
+
+namespace ember::io {
+class PressureTrigger;
+}
 
 namespace ember::server {
 
@@ -69,6 +74,7 @@ class MemoryPressureWatcher {
 
   EngineWorker& engine_;
   PressureWatchOptions options_;
+  std::unique_ptr<io::PressureTrigger> trigger_;  // set in the constructor, waited on by the thread
   std::function<void(const std::string&)> log_;
   std::atomic<bool> stopping_{false};
   std::thread thread_;
