@@ -123,6 +123,8 @@ if [ "$soak_seconds" -gt 0 ] && command -v python3 >/dev/null 2>&1 && [ -n "$fix
   elif [ "$rc" -ne 0 ] || grep -q "WARNING: ThreadSanitizer" "$logs/soak-daemon.log" 2>/dev/null; then
     failed+=("soak(rc=$rc)")
     echo "ci-tsan: soak under TSan FAILED (exit $rc) in $((t1 - t0)) s: $log, $logs/soak-daemon.log" >&2
+    # CI keeps only what is printed: the soak's own verdict (what failed, the daemon's last words).
+    tail -n 60 "$log" >&2
   else
     echo "ci-tsan: soak under TSan ok in $((t1 - t0)) s" >&2
   fi

@@ -11,6 +11,7 @@
 
 #include "server/access_gate.h"
 #include "server/openai_api.h"
+#include "server/peer_probe.h"
 #include "server/read_refusal.h"
 #include "server/router.h"
 
@@ -336,11 +337,17 @@ void HttpSession<Protocol>::on_hangup_watch(beast::error_code ec) {
   watching_hangup_ = false;
   if (!awaiting_engine_ || ec == net::error::operation_aborted) return;
   if (!ec) {
-    // Readable: either the peer closed (a peek reads 0 bytes) or it pipelined its next request,
-    // which stays in the socket for the next read; then there is nothing more to watch.
-    char byte = 0;
-    const size_t n = stream_.socket().receive(net::buffer(&byte, 1), net::socket_base::message_peek, ec);
-    if (!ec && n > 0) return;
+    // Readable: the peer closed, or pipelined its next request (it stays in the socket for the
+    // next read; nothing more to watch), or the wake-up was stale (probe_peer says why that is
+    // common): keep watching.
+    switch (probe_peer(stream_.socket())) {
+      case PeerActivity::Quiet:
+        return watch_for_hangup();
+      case PeerActivity::Sent:
+        return;
+      case PeerActivity::Gone:
+        break;
+    }
   }
   // End of stream or a socket error: nobody is waiting for the answer any more.
   drop_connection();

@@ -233,7 +233,9 @@ def reader(cid, daemon, deadline, stats, seed, plain_share):
                 conn.close()
                 conn = None
         except (OSError, EOFError, ValueError) as e:
-            stats.fail("reader-io", f"client {cid} {endpoint}: {type(e).__name__}: {e}")
+            # The request itself, so that a hang can be replayed.
+            stats.fail("reader-io", f"client {cid} {endpoint}: {type(e).__name__}: {e} "
+                                    f"after {time.monotonic() - t0:.1f} s; request {json.dumps(body)}")
             if conn:
                 conn.close()
             conn = None
