@@ -24,6 +24,8 @@ class PressureTrigger {
   // IoError when the file reports an error (the cgroup went away).
   bool wait(std::chrono::milliseconds timeout);
   const std::string& path() const { return path_; }
+  // For a poll() over several sources (PressureSources): POLLPRI is the trigger, POLLERR an error.
+  int fd() const { return fd_; }
 
  private:
   int fd_ = -1;

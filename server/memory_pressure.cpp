@@ -5,6 +5,8 @@
 #include <exception>
 #include <memory>
 
+#include "io/cgroup_memory.h"
+#include "io/pressure_sources.h"
 #include "io/psi_trigger.h"
 #include "server/engine_worker.h"
 
@@ -42,16 +44,42 @@ MemoryPressureWatcher::MemoryPressureWatcher(EngineWorker& engine, PressureWatch
     : engine_(engine), options_(std::move(options)), log_(std::move(log)) {
   const uint64_t configured = engine_.configured_cache_budget();
   if (configured == 0) return;  // no memory budget: nothing to give back
+  // Set here, so a missing source is reported at startup.
+  sources_ = std::make_unique<io::PressureSources>();
+  std::string not_watched;
+  const auto note = [&not_watched](const std::exception& e) {
+    not_watched += (not_watched.empty() ? "" : "; ") + std::string(e.what());
+  };
   try {
-    // Set here, so a missing PSI is reported at startup.
-    trigger_ = std::make_unique<io::PressureTrigger>(options_.path, options_.stall, options_.window);
+    sources_->add(std::make_unique<io::PressureTrigger>(options_.path, options_.stall, options_.window));
   } catch (const std::exception& e) {
-    log_(std::string("memory pressure is not watched (the cache keeps its budget): ") + e.what());
+    note(e);
+  }
+  if (options_.watch_cgroup) {
+    const std::optional<std::string> dir =
+        options_.cgroup_dir.empty() ? io::own_cgroup2_dir() : std::optional<std::string>(options_.cgroup_dir);
+    // A group without a limit is reclaimed only when the machine is, which the machine's PSI shows.
+    if (dir && io::read_group_limits(*dir).any()) {
+      try {
+        sources_->add(std::make_unique<io::PressureTrigger>(*dir + "/memory.pressure", options_.stall, options_.window));
+      } catch (const std::exception& e) {
+        note(e);
+      }
+      try {
+        sources_->add(std::make_unique<io::MemoryEventsWatch>(*dir + "/memory.events"));
+      } catch (const std::exception& e) {
+        note(e);
+      }
+    }
+  }
+  if (sources_->empty()) {
+    log_("memory pressure is not watched (the cache keeps its budget): " + not_watched);
     return;
   }
-  log_("watching memory pressure (" + options_.path + ": " + std::to_string(options_.stall.count() / 1000) +
+  log_("watching memory pressure (" + sources_->describe() + "; PSI: " + std::to_string(options_.stall.count() / 1000) +
        " ms stalled within " + std::to_string(options_.window.count() / 1000) +
-       " ms): the neuron cache shrinks toward " + mib(engine_.minimum_cache_budget()) + " under pressure");
+       " ms): the neuron cache shrinks toward " + mib(engine_.minimum_cache_budget()) + " under pressure" +
+       (not_watched.empty() ? "" : " (not watched: " + not_watched + ")"));
   thread_ = std::thread([this, g = PressureGovernor(configured, engine_.minimum_cache_budget(), options_.policy)] {
     run(g);
   });
@@ -67,10 +95,10 @@ void MemoryPressureWatcher::stop() {
 void MemoryPressureWatcher::run(PressureGovernor governor) {
   try {
     while (!stopping_.load()) {
-      const bool fired = trigger_->wait(kPollPeriod);
+      const std::optional<std::string> why = sources_->wait(kPollPeriod);
       const auto now = PressureGovernor::Clock::now();
-      if (fired) {
-        if (auto lower = governor.on_pressure(now)) engine_.request_cache_budget(*lower, "memory pressure");
+      if (why) {
+        if (auto lower = governor.on_pressure(now)) engine_.request_cache_budget(*lower, "memory pressure: " + *why);
       } else if (auto higher = governor.on_quiet(now)) {
         engine_.request_cache_budget(*higher, "memory pressure over");
       }

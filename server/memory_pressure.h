@@ -1,7 +1,8 @@
 #pragma once
 // Memory-pressure elasticity: under a memory budget the neuron cache gives memory back while the
 // device is short of it and grows back once it is not. The kernel says when (a PSI trigger on
-// /proc/pressure/memory, io/psi_trigger.h); PressureGovernor decides how much (no threads, no
+// /proc/pressure/memory, io/psi_trigger.h; and, in a cgroup v2 group with a memory limit, the
+// group's own memory.pressure and memory.events, io/cgroup_memory.h); PressureGovernor decides how much (no threads, no
 // clock of its own: testable); MemoryPressureWatcher runs the two on a thread and hands the
 // budgets to the engine, which rebuilds the cache between steps. The cache only changes speed,
 // never results, so a shrink costs tokens/s and nothing else.
@@ -15,7 +16,7 @@
 #include <thread>
 
 namespace ember::io {
-class PressureTrigger;
+class PressureSources;
 }
 
 namespace ember::server {
@@ -50,7 +51,12 @@ class PressureGovernor {
 };
 
 struct PressureWatchOptions {
-  std::string path = "/proc/pressure/memory";
+  std::string path = "/proc/pressure/memory";  // the machine's PSI file
+  // The own cgroup v2 group, watched when it has a memory.high or memory.max: its memory.pressure
+  // (PSI, needs write access to the file: a delegated group) and memory.events (readable by all).
+  // Empty: found from /proc/self; watch_cgroup false: not watched.
+  bool watch_cgroup = true;
+  std::string cgroup_dir;
   std::chrono::microseconds stall{std::chrono::milliseconds(100)};  // stalled this long ...
   std::chrono::microseconds window{std::chrono::seconds(2)};       // ... within this window
   PressurePolicy policy;
@@ -74,7 +80,7 @@ class MemoryPressureWatcher {
 
   EngineWorker& engine_;
   PressureWatchOptions options_;
-  std::unique_ptr<io::PressureTrigger> trigger_;  // set in the constructor, waited on by the thread
+  std::unique_ptr<io::PressureSources> sources_;  // set in the constructor, waited on by the thread
   std::function<void(const std::string&)> log_;
   std::atomic<bool> stopping_{false};
   std::thread thread_;
