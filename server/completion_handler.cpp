@@ -5,6 +5,7 @@
 #include "server/completion_events.h"
 #include "server/completion_job.h"
 #include "server/http_message.h"
+#include "server/model_lease.h"
 #include "server/openai_api.h"
 #include "server/unix_time.h"
 
@@ -24,8 +25,9 @@ void submit(CompletionRequest request, bool chat, RouteContext& ctx, Responder& 
   auto outcome = std::make_shared<Outcome>();
   outcome->request = std::move(request);
   ServerState& state = ctx.state;
-  EngineWorker& engine = *ctx.engine;
-  const ChatTemplate chat_template = state.chat_template;
+  LeasePtr lease = ctx.lease;
+  EngineWorker& engine = lease->engine();
+  const ChatTemplate chat_template = lease->model().chat_template;
   out.offload(
       [outcome, chat, chat_template, &engine] {
         try {
@@ -35,7 +37,8 @@ void submit(CompletionRequest request, bool chat, RouteContext& ctx, Responder& 
           outcome->failure = std::current_exception();  // a worker thread must not end on it
         }
       },
-      [outcome, chat, chat_template, &state, &engine, &out] {
+      [outcome, chat, chat_template, &state, lease, &out] {
+        EngineWorker& engine = lease->engine();
         if (outcome->failure) std::rethrow_exception(outcome->failure);
         if (state.stopping.load()) {
           return out.send(unavailable_response("the server is shutting down", "server_shutdown", nullptr),
@@ -47,7 +50,7 @@ void submit(CompletionRequest request, bool chat, RouteContext& ctx, Responder& 
         shape.include_usage = outcome->request.stream && outcome->request.include_usage;
         shape.id = (chat ? "chatcmpl-" : "cmpl-") + std::to_string(state.next_id.fetch_add(1));
         shape.created = unix_now();
-        shape.model = state.options.model_id;
+        shape.model = lease->model().id;
         const GenerationJob& job = outcome->job;
         shape.prompt_tokens = static_cast<int64_t>(job.prompt.size());
         for (const auto& later : job.later_prompts) shape.prompt_tokens += static_cast<int64_t>(later.size());
@@ -57,6 +60,7 @@ void submit(CompletionRequest request, bool chat, RouteContext& ctx, Responder& 
           for (PromptInput& p : outcome->request.prompts) shape.echo.push_back(std::move(p.text));
         }
         if (chat && outcome->request.tools.active()) shape.tool_syntax = tool_syntax(chat_template);
+        outcome->job.hold = lease;  // the model stays loaded until the generation ends
         out.run_generation(engine, std::move(outcome->job), std::make_shared<CompletionEvents>(std::move(shape)));
       });
 }
@@ -73,15 +77,10 @@ void handle_completion(const Request& req, bool chat, RouteContext& ctx, Respond
         error_response(http::status::bad_request, e.what(), "invalid_request_error", e.param()));
   }
   // A model the server does not serve is an error, never another model's answer (a typo must not
-  // be answered by whatever is loaded). Not naming one means the served model.
-  const std::string& served = ctx.state.options.model_id;
-  if (!request.model.empty() && request.model != served) {
-    return out.send(error_response(http::status::not_found,
-                                   "the model " + quote_excerpt(request.model) + " does not exist; this server serves " +
-                                       quote_excerpt(served) + " (GET /v1/models)",
-                                   "invalid_request_error", "model", "model_not_found"));
-  }
-  submit(std::move(request), chat, ctx, out);
+  // be answered by whatever is loaded); not naming one means the default model.
+  auto shared = std::make_shared<CompletionRequest>(std::move(request));
+  const std::string model = shared->model;
+  lease_model(model, shared->keep_alive, ctx, out, [shared, chat, &ctx, &out] { submit(std::move(*shared), chat, ctx, out); });
 }
 
 }  // namespace ember::server

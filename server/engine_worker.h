@@ -83,6 +83,8 @@ struct GenerationJob {
   // Always called exactly once per accepted job; `error` is null on success. A job cancelled
   // before it started reports FinishReason::Cancelled with zero tokens.
   std::function<void(const GenerationStats& stats, std::exception_ptr error)> on_done;
+  // Kept until the job is gone (after on_done): the server's hold on the model it runs on.
+  std::shared_ptr<const void> hold;
 };
 
 // A consistent snapshot of the engine's counters and gauges, for /metrics.

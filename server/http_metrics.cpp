@@ -11,6 +11,8 @@ Endpoint endpoint_of(std::string_view path) {
   if (path == "/metrics") return Endpoint::Metrics;
   if (path == "/v1/models") return Endpoint::Models;
   if (path.size() > models_prefix.size() && path.substr(0, models_prefix.size()) == models_prefix) {
+    constexpr std::string_view unload = "/unload";
+    if (path.size() > models_prefix.size() + unload.size() && path.ends_with(unload)) return Endpoint::ModelUnload;
     return Endpoint::Model;
   }
   if (path == "/v1/completions") return Endpoint::Completions;
@@ -26,6 +28,7 @@ const char* endpoint_label(Endpoint e) {
     case Endpoint::Metrics: return "/metrics";
     case Endpoint::Models: return "/v1/models";
     case Endpoint::Model: return "/v1/models/{id}";
+    case Endpoint::ModelUnload: return "/v1/models/{id}/unload";
     case Endpoint::Completions: return "/v1/completions";
     case Endpoint::ChatCompletions: return "/v1/chat/completions";
     case Endpoint::Tokenize: return "/tokenize";
@@ -239,8 +242,29 @@ std::string render_prometheus(const MetricsSnapshot& m) {
   }
   metric(out, "ember_http_active_requests", "gauge", "HTTP requests being answered now (streams included).",
          std::to_string(m.http_active_requests));
-  metric(out, "ember_model_loaded", "gauge", "1 once the model is loaded and served, 0 while loading.",
+  metric(out, "ember_model_loaded", "gauge", "1 while a model is loaded (the engine metrics are its), 0 while none is.",
          m.model_loaded ? "1" : "0");
+  if (m.models) {
+    const RegistryCounters& r = *m.models;
+    metric(out, "ember_models_loaded", "gauge", "Models loaded now.", u(r.loaded));
+    metric(out, "ember_models_memory_bytes", "gauge",
+           "What the loaded models count against the memory limit (weights or budget, plus KV caches).",
+           u(r.account_bytes));
+    metric(out, "ember_models_memory_limit_bytes", "gauge", "The daemon's memory limit for models; 0: none.",
+           u(r.memory_limit));
+    metric(out, "ember_model_loads_total", "counter", "Models loaded (the startup model included).", u(r.loads));
+    metric(out, "ember_model_load_failures_total", "counter", "Model loads that failed or were refused for room.",
+           u(r.load_failures));
+    family(out, "ember_model_unloads_total", "counter",
+           "Models unloaded, by reason: idle (keep-alive over), evicted (room for another), requested, pressure.");
+    const std::pair<const char*, uint64_t> reasons[] = {{"idle", r.unloads_idle},
+                                                       {"evicted", r.unloads_evicted},
+                                                       {"requested", r.unloads_requested},
+                                                       {"pressure", r.unloads_pressure}};
+    for (const auto& [reason, n] : reasons) {
+      out += std::string("ember_model_unloads_total{reason=\"") + reason + "\"} " + u(n) + "\n";
+    }
+  }
   metric(out, "ember_prompt_tokens_total", "counter", "Prompt tokens of accepted generation jobs.",
          u(e.prompt_tokens));
   metric(out, "ember_prefill_tokens_total", "counter",

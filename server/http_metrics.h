@@ -9,14 +9,17 @@
 #include <string_view>
 
 #include "server/engine_worker.h"
+#include "server/model_registry.h"
 
 namespace ember::server {
 
 // The fixed set of endpoint labels, so a client cannot grow the metric set by inventing paths.
-enum class Endpoint { Health, Metrics, Models, Model, Completions, ChatCompletions, Tokenize, Detokenize, Other };
-inline constexpr int kEndpointCount = 9;
+enum class Endpoint {
+  Health, Metrics, Models, Model, ModelUnload, Completions, ChatCompletions, Tokenize, Detokenize, Other
+};
+inline constexpr int kEndpointCount = 10;
 
-// "/v1/models/abc" -> Model, "/nowhere" -> Other. `path` excludes the query string.
+// "/v1/models/abc" -> Model, "/v1/models/abc/unload" -> ModelUnload, "/nowhere" -> Other. `path` excludes the query string.
 Endpoint endpoint_of(std::string_view path);
 // The label value: "/health", "/v1/models/{id}", ..., "other".
 const char* endpoint_label(Endpoint e);
@@ -38,7 +41,10 @@ struct MetricsSnapshot {
   std::map<std::pair<int, int>, uint64_t> requests;
   int64_t http_active_requests = 0;
   bool model_loaded = false;
-  EngineMetrics engine;  // zeros while the model is loading
+  // The default model's engine when it is loaded, else the most recently used loaded one's
+  // (zeros while none is loaded).
+  EngineMetrics engine;
+  std::optional<RegistryCounters> models;  // once the registry serves
 };
 
 // The Prometheus text body: HELP and TYPE lines for every family, then its samples.

@@ -232,6 +232,8 @@ struct HttpServer::Impl {
   }
 
   ServerState state;  // declared first: sessions destroyed with the io_context still use it
+  // The registry attach(EngineWorker&) makes; after `state`, before `ioc`: outlives the sessions.
+  std::unique_ptr<ModelRegistry> own_models;
   net::io_context ioc;
   // Keeps run() going until stop() even when nothing is pending (e.g. every listener failed).
   net::executor_work_guard<net::io_context::executor_type> work{ioc.get_executor()};
@@ -266,21 +268,31 @@ HttpServer::HttpServer(EngineWorker& engine, ServerOptions options) : HttpServer
 
 HttpServer::~HttpServer() { stop(std::chrono::milliseconds(0)); }
 
-void HttpServer::attach(EngineWorker& engine) {
+void HttpServer::attach(ModelRegistry& models) {
   ServerState& s = impl_->state;
-  if (s.ready_engine() != nullptr) throw std::logic_error("HttpServer::attach: an engine is already attached");
-  const ServerOptions& o = s.options;
-  const Model& model = engine.model();
-  // Written before the release store of `engine`; sessions read it only after loading `engine`.
-  s.chat_template =
-      resolve_chat_template(o.chat_template.empty() ? std::nullopt : std::optional<std::string_view>(o.chat_template),
-                            model.file().metadata().get_string("tokenizer.chat_template"),
-                            model.tokenizer().model_name())
-          .family;
-  s.engine.store(&engine, std::memory_order_release);
+  if (s.ready_models() != nullptr) throw std::logic_error("HttpServer::attach: models are already attached");
+  s.models.store(&models, std::memory_order_release);
 }
 
-bool HttpServer::attached() const { return impl_->state.ready_engine() != nullptr; }
+void HttpServer::attach(EngineWorker& engine) {
+  ServerState& s = impl_->state;
+  if (s.ready_models() != nullptr) throw std::logic_error("HttpServer::attach: models are already attached");
+  const ServerOptions& o = s.options;
+  auto served = std::make_unique<ServedModel>();
+  served->engine = &engine;
+  served->demo = o.demo_model;
+  served->chat_template = served_chat_template(o.chat_template, engine.model());
+  ModelEntry entry;
+  entry.id = o.model_id;
+  entry.demo = o.demo_model;
+  auto registry = std::make_unique<ModelRegistry>(std::make_unique<ModelCatalog>("", std::vector<ModelEntry>{}, [](const std::string&) {}), RegistryOptions{},
+                                                  nullptr, nullptr, [](const std::string&) {});
+  registry->adopt(std::move(entry), std::move(served));
+  impl_->own_models = std::move(registry);
+  attach(*impl_->own_models);
+}
+
+bool HttpServer::attached() const { return impl_->state.ready_models() != nullptr; }
 
 uint16_t HttpServer::port() const {
   for (const auto& l : impl_->listeners) {
@@ -294,8 +306,6 @@ std::vector<std::string> HttpServer::endpoints() const {
   for (const auto& l : impl_->listeners) out.push_back(l->describe());
   return out;
 }
-
-ChatTemplate HttpServer::chat_template() const { return impl_->state.chat_template; }
 
 void HttpServer::start(int io_threads) {
   Impl& s = *impl_;
@@ -327,8 +337,8 @@ void HttpServer::stop(std::chrono::milliseconds grace) {
       s.wait_idle(std::chrono::steady_clock::now() + kShutdownFlush);
     }
   }
-  // No engine callback may run after the io_context is gone, so the engine stops first.
-  if (EngineWorker* engine = s.state.ready_engine()) engine->stop();
+  // No engine callback may run after the io_context is gone, so the engines stop first.
+  if (ModelRegistry* models = s.state.ready_models()) models->stop();
   s.workers.stop();
   s.workers.join();
   s.ioc.stop();

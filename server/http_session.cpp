@@ -147,7 +147,8 @@ void HttpSession<Protocol>::begin_request() {
   in_request_ = true;
   state_.active_requests.fetch_add(1);
   ctx_.endpoint = Endpoint::Other;
-  ctx_.engine = nullptr;
+  ctx_.models = nullptr;
+  ctx_.lease.reset();
   ctx_.cors_origin.clear();
 }
 
@@ -156,6 +157,7 @@ void HttpSession<Protocol>::end_request() {
   if (!in_request_) return;
   in_request_ = false;
   state_.active_requests.fetch_sub(1);
+  ctx_.lease.reset();  // the model's keep-alive starts once its generation (the job's copy) ends too
 }
 
 template <class Protocol>
@@ -206,6 +208,8 @@ void HttpSession<Protocol>::send(Response res, bool close) {
   add_cors_headers(res);
   res.keep_alive(keep_alive_ && !close);
   res.prepare_payload();
+  // The answer is whole: its model may go idle now (a client may name the next model at once).
+  ctx_.lease.reset();
   const bool will_close = !res.keep_alive();
   response_ = std::make_shared<Response>(std::move(res));
   state_.metrics.record(ctx_.endpoint, static_cast<int>(response_->result_int()));
@@ -237,6 +241,16 @@ void HttpSession<Protocol>::offload(std::function<void()> work, std::function<vo
     work();  // catches what it throws (Responder::offload): a worker thread must not end on it
     net::post(ex, [self = std::move(self), then = std::move(then)] { self->guarded(then); });
   });
+}
+
+template <class Protocol>
+std::function<void(std::function<void()>)> HttpSession<Protocol>::poster() {
+  // Holds the session: while a request waits for its model nothing else may (no read or write is
+  // pending), and the registry calls back exactly once, so the hold always ends.
+  auto ex = stream_.get_executor();
+  return [ex, self = this->shared_from_this()](std::function<void()> work) {
+    net::post(ex, [self, work = std::move(work)] { self->guarded(work); });
+  };
 }
 
 template <class Protocol>

@@ -41,6 +41,7 @@ class HttpSession : public SessionBase,
   void send(Response res, bool close = false) override;
   void offload(std::function<void()> work, std::function<void()> then) override;
   void run_generation(EngineWorker& engine, GenerationJob job, std::shared_ptr<CompletionEvents> events) override;
+  std::function<void(std::function<void()>)> poster() override;
 
  private:
   // Reading a request.

@@ -1,5 +1,6 @@
 #include "server/openai_api.h"
 #include "server/json_fields.h"
+#include "server/keep_alive.h"
 
 #include <algorithm>
 #include <cmath>
@@ -314,6 +315,13 @@ void parse_common(const json& j, const std::string& body, CompletionRequest& r, 
   if (present(j, "model")) {
     if (!j.at("model").is_string()) throw BadRequest("'model' must be a string", "model");
     r.model = j.at("model").get<std::string>();
+  }
+  if (present(j, "keep_alive")) {
+    try {
+      r.keep_alive = parse_keep_alive(j.at("keep_alive"));
+    } catch (const std::invalid_argument& e) {
+      throw BadRequest(std::string("'keep_alive' ") + e.what(), "keep_alive");
+    }
   }
   // max_completion_tokens is the newer name (both endpoints); max_tokens wins when both are sent,
   // but both must be valid.

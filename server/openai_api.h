@@ -1,6 +1,7 @@
 #pragma once
 // The OpenAI-compatible request and response shapes, as plain JSON <-> structs. No HTTP here, so
 // validation is testable on its own and the session code stays about connections.
+#include <chrono>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -36,7 +37,9 @@ struct PromptInput {
 };
 
 struct CompletionRequest {
-  std::string model;                  // the model the client names; empty: not given (the served one)
+  std::string model;                  // the model the client names; empty: not given (the default one)
+  // How long the model stays loaded after this request (server/keep_alive.h); nullopt: the server's.
+  std::optional<std::chrono::milliseconds> keep_alive;
   std::vector<PromptInput> prompts;   // /v1/completions: one or more, each answered by n choices
   bool echo = false;                  // /v1/completions: each choice's text starts with its prompt
   std::vector<ChatMessage> messages;  // /v1/chat/completions

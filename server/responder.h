@@ -21,7 +21,10 @@ struct RouteContext {
   ServerState& state;
   const bool check_host;          // a TCP listener bound to loopback: apply the DNS-rebinding check
   Endpoint endpoint = Endpoint::Other;  // the request's, for /metrics
-  EngineWorker* engine = nullptr;  // set by the router: null while the model loads
+  ModelRegistry* models = nullptr;  // set by the router: null while the startup model loads
+  // The request's model, once lease_model (server/model_lease.h) got it: kept loaded until the
+  // request ends (and, through the job's copy, until its generation does).
+  LeasePtr lease;
   // An allowed Origin of this request, set by the access gate once the Host check passed: every
   // response to the request echoes it (CORS); empty: no CORS headers.
   std::string cors_origin;
@@ -41,6 +44,9 @@ class Responder {
   // generates, formatted by `events`: as SSE when events->streaming(), else as one JSON response.
   // Answers 503 itself when the engine's queue is full.
   virtual void run_generation(EngineWorker& engine, GenerationJob job, std::shared_ptr<CompletionEvents> events) = 0;
+  // A function that runs work on this connection later, from any thread (the model registry's),
+  // guarded like a handler. It keeps the connection until it is called or destroyed.
+  virtual std::function<void(std::function<void()>)> poster() = 0;
 };
 
 }  // namespace ember::server

@@ -25,6 +25,7 @@ const Route kRoutes[] = {
     {Endpoint::Metrics, http::verb::get, false, handle_metrics},
     {Endpoint::Models, http::verb::get, false, handle_models},
     {Endpoint::Model, http::verb::get, false, handle_model},
+    {Endpoint::ModelUnload, http::verb::post, true, handle_model_unload},
     {Endpoint::Completions, http::verb::post, true,
      [](const Request& req, RouteContext& ctx, Responder& out) { handle_completion(req, false, ctx, out); }},
     {Endpoint::ChatCompletions, http::verb::post, true,
@@ -66,9 +67,9 @@ void route(const Request& req, RouteContext& ctx, Responder& out) {
     return out.send(error_response(http::status::not_found, "no route for " + quote_excerpt(path), "invalid_request_error"));
   }
   if (req.method() != r->method) return out.send(method_not_allowed(req, path, r->method));
-  // Read once: the model may finish loading while this request is answered.
-  ctx.engine = ctx.state.ready_engine();
-  if (r->needs_model && !ctx.engine) {
+  // Read once: the startup model may finish loading while this request is answered.
+  ctx.models = ctx.state.ready_models();
+  if (r->needs_model && !ctx.models) {
     return out.send(unavailable_response("the model is still loading; retry shortly", "model_loading", "5"));
   }
   r->handle(req, ctx, out);

@@ -8,7 +8,7 @@
 
 namespace ember::server {
 
-// Sets ctx.endpoint and ctx.engine. May throw (BadRequest, or anything a handler throws): the
+// Sets ctx.endpoint and ctx.models. May throw (BadRequest, or anything a handler throws): the
 // connection turns that into a 400 or 500.
 void route(const Request& req, RouteContext& ctx, Responder& out);
 

@@ -14,6 +14,7 @@
 #include "core/cache/budget_planner.h"
 #include "core/chat/chat_template.h"
 #include "io/io_backend.h"
+#include "server/keep_alive.h"
 #include "server/listen_spec.h"
 
 namespace ember::server {
@@ -27,7 +28,7 @@ struct BadValue : std::runtime_error {
 };
 
 // How an environment variable's text becomes JSON for the setting's own parser.
-enum class Kind { Int, Number, Bool, BoolOrAuto, String, StringList };
+enum class Kind { Int, Number, Bool, BoolOrAuto, String, StringList, Object };
 
 std::string shown(const json& v) {
   std::string s = v.dump();
@@ -126,6 +127,74 @@ std::string memory_budget_value(const json& v) {
                    "file like \"50%\": " + std::string(e.what()));
   }
   return s;
+}
+
+// The daemon's total for every loaded model: a size only (a percentage of which file?).
+std::string memory_limit_value(const json& v) {
+  std::string s = string_value(v);
+  if (s.empty()) return s;
+  if (s.find('%') != std::string::npos) throw BadValue("must be a size like \"8G\" (not a percentage), got " + shown(v));
+  try {
+    cache::parse_memory_budget(s, uint64_t{1} << 40);
+  } catch (const std::invalid_argument& e) {
+    throw BadValue("must be empty (no limit) or a size like \"8G\" or \"512M\": " + std::string(e.what()));
+  }
+  return s;
+}
+
+std::chrono::milliseconds keep_alive_value(const json& v) {
+  try {
+    return parse_keep_alive(v);
+  } catch (const std::invalid_argument& e) {
+    throw BadValue(e.what());
+  }
+}
+
+std::string chat_template_value(const json& v);
+
+// models.entries: {"<id>": "/path/to/file.gguf"} or {"<id>": {"path": ..., "chat_template": ...,
+// "ctx_size": ..., "memory_budget": ...}}; the per-model keys take the server-wide values' checks.
+std::vector<ModelEntry> model_entries_value(const json& v) {
+  if (!v.is_object()) throw BadValue("must be an object of model id -> file or {\"path\": ...}, got " + shown(v));
+  std::vector<ModelEntry> out;
+  for (const auto& [id, body] : v.items()) {
+    const std::string where = shown(json(id));
+    if (!valid_model_id(id))
+      throw BadValue("id " + where + " is not a model id (1-128 of A-Z a-z 0-9 . _ : -, not starting with '.')");
+    ModelEntry e;
+    e.id = id;
+    if (body.is_string()) {
+      e.path = body.get<std::string>();
+    } else if (body.is_object()) {
+      for (const auto& [key, value] : body.items()) {
+        try {
+          if (key == "path") e.path = string_value(value);
+          else if (key == "chat_template") e.overrides.chat_template = chat_template_value(value);
+          else if (key == "ctx_size") e.overrides.ctx_size = int_in(value, 0, int64_t{1} << 24);
+          else if (key == "memory_budget") e.overrides.memory_budget = memory_budget_value(value);
+          else throw BadValue("is not a key of an entry (path, chat_template, ctx_size, memory_budget)");
+        } catch (const BadValue& bad) {
+          throw BadValue(where + " " + shown(json(key)) + " " + bad.what());
+        }
+      }
+    } else {
+      throw BadValue(where + " must be a file path or an object with \"path\", got " + shown(body));
+    }
+    if (e.path.empty()) throw BadValue(where + " names no file (\"path\")");
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+json model_entries_json(const std::vector<ModelEntry>& entries) {
+  json out = json::object();
+  for (const ModelEntry& e : entries) {
+    out[e.id] = json{{"path", e.path},
+                     {"chat_template", e.overrides.chat_template},
+                     {"ctx_size", e.overrides.ctx_size < 0 ? 0 : e.overrides.ctx_size},
+                     {"memory_budget", e.overrides.memory_budget}};
+  }
+  return out;
 }
 
 std::string io_backend_value(const json& v) {
@@ -269,6 +338,22 @@ constexpr Setting kSettings[] = {
     {"memory", "pressure", "EMBER_MEMORY_PRESSURE", Kind::Bool,
      [](ServeConfig& c, const json& v) { c.memory_pressure = boolean(v); },
      [](const ServeConfig& c) -> json { return c.memory_pressure; }},
+    {"memory", "limit", "EMBER_MEMORY_LIMIT", Kind::String,
+     [](ServeConfig& c, const json& v) { c.memory_limit = memory_limit_value(v); },
+     [](const ServeConfig& c) -> json { return c.memory_limit; }},
+    // models
+    {"models", "dir", "EMBER_MODELS_DIR", Kind::String,
+     [](ServeConfig& c, const json& v) { c.models_dir = string_value(v); },
+     [](const ServeConfig& c) -> json { return c.models_dir; }},
+    {"models", "max_loaded", "EMBER_MAX_LOADED_MODELS", Kind::Int,
+     [](ServeConfig& c, const json& v) { c.max_loaded_models = int_in(v, 1, 64); },
+     [](const ServeConfig& c) -> json { return c.max_loaded_models; }},
+    {"models", "keep_alive", "EMBER_KEEP_ALIVE", Kind::String,
+     [](ServeConfig& c, const json& v) { c.keep_alive = keep_alive_value(v); },
+     [](const ServeConfig& c) -> json { return keep_alive_text(c.keep_alive); }},
+    {"models", "entries", nullptr, Kind::Object,
+     [](ServeConfig& c, const json& v) { c.model_entries = model_entries_value(v); },
+     [](const ServeConfig& c) -> json { return model_entries_json(c.model_entries); }},
     // server
     {"server", "host", "EMBER_HOST", Kind::String,
      [](ServeConfig& c, const json& v) { c.server.host = token(v, "address"); },
@@ -339,7 +424,7 @@ constexpr Setting kSettings[] = {
      [](const ServeConfig& c) -> json { return c.server.allowed_hosts; }},
 };
 
-constexpr const char* kSections[] = {"model", "engine", "sparse", "memory", "server", "limits", "security"};
+constexpr const char* kSections[] = {"model", "engine", "sparse", "memory", "models", "server", "limits", "security"};
 
 std::string full_key(const Setting& s) { return std::string(s.section) + "." + s.key; }
 
@@ -396,6 +481,8 @@ json env_value(Kind kind, const std::string& text) {
       throw BadValue(std::string("must be 1/0, true/false, yes/no or on/off") +
                      (kind == Kind::BoolOrAuto ? " or auto" : "") + ", got \"" + text + "\"");
     }
+    case Kind::Object:  // no environment variable (a table does not fit in one)
+      return nullptr;
     case Kind::StringList: {
       json list = json::array();
       std::string_view rest = text;
@@ -433,7 +520,7 @@ void apply_config_json(ServeConfig& config, const json& document, const std::str
     for (const char* s : kSections) known_section = known_section || section == s;
     if (!known_section)
       throw std::runtime_error(source + ": unknown section \"" + section +
-                               "\" (sections: model, engine, sparse, memory, server, limits, security)");
+                               "\" (sections: model, engine, sparse, memory, models, server, limits, security)");
     if (!body.is_object()) throw std::runtime_error(source + ": " + section + " must be an object, got " + shown(body));
     for (const auto& [key, value] : body.items()) {
       const Setting* found = nullptr;

@@ -5,6 +5,7 @@
 // last. config/ember.json lists every key at its default and config/README.md documents each key
 // with its variable and flag (a test keeps all three in step with the table in serve_config.cpp).
 // No Asio and no CLI11 here, so the whole merge is unit-testable.
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "core/sparse/sparse_settings.h"
+#include "server/model_catalog.h"
 #include "server/server_state.h"
 
 namespace ember::server {
@@ -49,6 +51,13 @@ struct ServeConfig {
   std::optional<std::string> activation_state;
   int64_t replan_tokens = 8192;       // re-plan the hot set after this many decoded tokens; 0: never
   bool memory_pressure = true;        // shrink the neuron cache under memory pressure (server/memory_pressure.h)
+  // All loaded models' weights, neuron caches and KV caches together: a SIZE; empty: no limit.
+  std::string memory_limit;
+  // "models" section: several models by name (server/model_registry.h).
+  std::string models_dir;             // every <id>.gguf there is served as <id>; empty: none
+  int64_t max_loaded_models = 3;      // loaded at once; the least recently used idle one goes first
+  std::chrono::milliseconds keep_alive{std::chrono::minutes(5)};  // idle time before unload; <0 forever
+  std::vector<ModelEntry> model_entries;  // models.entries: id -> file and per-model settings
   // "server" section (with the fields of `server` below)
   int io_threads = 1;
   // "security" section: a file of keys, read at startup and added to server.api_keys.
@@ -59,8 +68,8 @@ struct ServeConfig {
 };
 
 // Applies the keys present in `config` (a partial document is fine; absent keys keep their value).
-// The layout is {"model":{...}, "engine":{...}, "sparse":{...}, "memory":{...}, "server":{...},
-// "limits":{...}, "security":{...}}.
+// The layout is {"model":{...}, "models":{...}, "engine":{...}, "sparse":{...}, "memory":{...},
+// "server":{...}, "limits":{...}, "security":{...}}.
 // Throws std::runtime_error naming `source` and the key for an unknown key, a wrong type or a
 // value out of range.
 void apply_config_json(ServeConfig& config, const nlohmann::json& document, const std::string& source);

@@ -1,6 +1,6 @@
 #pragma once
-// What every connection of one server shares: options, the engine (once loaded), the advertised
-// model id, counters and the live sessions. Free of Asio so tools/ can fill in ServerOptions.
+// What every connection of one server shares: options, the models (once the startup model is
+// loaded), counters and the live sessions. Free of Asio so tools/ can fill in ServerOptions.
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "core/chat/chat_template.h"
-#include "server/engine_worker.h"
+#include "server/model_registry.h"
 #include "server/http_metrics.h"
 #include "server/openai_api.h"
 #include "server/session_registry.h"
@@ -22,7 +22,7 @@ struct ServerOptions {
   bool tcp = true;                            // false: listen only on the `listen` endpoints
   // Further endpoints: "unix:/path/to.sock" (Android and desktop apps) or "HOST:PORT".
   std::vector<std::string> listen;
-  std::string model_id = "ember";             // what /v1/models reports
+  std::string model_id = "ember";             // the startup model's id (/v1/models while it loads)
   bool demo_model = false;                    // serving the built-in demo model: say so in /v1/models
   size_t max_body_bytes = 1 << 20;            // larger requests get 413
   size_t max_header_bytes = 16 * 1024;        // larger headers get 431
@@ -44,12 +44,12 @@ struct ServerOptions {
 
 struct ServerState {
   ServerState(ServerOptions o, int64_t created_at) : options(std::move(o)), created(created_at) {}
-  // Null while the model loads; set once by HttpServer::attach() (release), after chat_template.
-  std::atomic<EngineWorker*> engine{nullptr};
-  EngineWorker* ready_engine() const { return engine.load(std::memory_order_acquire); }
+  // The served models (server/model_registry.h). Null while the startup model loads; set once by
+  // HttpServer::attach() (release).
+  std::atomic<ModelRegistry*> models{nullptr};
+  ModelRegistry* ready_models() const { return models.load(std::memory_order_acquire); }
   const ServerOptions options;
   const int64_t created;                  // Unix seconds, reported as the model's "created"
-  ChatTemplate chat_template = ChatTemplate::ChatML;  // resolved by attach(), before `engine` is set
   std::atomic<uint64_t> next_id{1};       // for completion ids
   std::atomic<int64_t> active_requests{0};  // being answered now (for a graceful shutdown)
   std::atomic<bool> stopping{false};      // stop() began: new requests get 503 "server_shutdown"

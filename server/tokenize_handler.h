@@ -7,8 +7,8 @@
 
 namespace ember::server {
 
-// `detokenize`: /detokenize, else /tokenize. ctx.engine must be set (the router answers 503 while
-// the model loads).
+// `detokenize`: /detokenize, else /tokenize. ctx.models must be set (the router answers 503 while
+// the startup model loads); the body's `model` picks the vocabulary (default: the default model).
 void handle_tokens(const Request& req, bool detokenize, RouteContext& ctx, Responder& out);
 
 }  // namespace ember::server

@@ -1,7 +1,8 @@
 // `ember serve`: the daemon. Merges the configuration (flags > environment > file > defaults, see
 // server/serve_config.h and config/README.md), starts the HTTP server first so /health answers 503
-// while the model loads, then loads the model, starts the engine thread, and runs until
-// SIGINT/SIGTERM; running streams get the configured grace period, then it exits 0.
+// while the pinned model (-m, or the demo model) loads, then serves the catalog's models by name
+// (server/model_registry.h: others load on first use) until SIGINT/SIGTERM; running streams get
+// the configured grace period, then it exits 0.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -13,16 +14,16 @@
 #include <thread>
 #include <vector>
 
-#include "core/kernels/type_traits.h"
+#include "core/cache/budget_planner.h"
 #include "core/sparse/activation_profile.h"
-#include "core/sparse/sparse_settings.h"
 #include "server/access_control.h"
-#include "server/engine_worker.h"
 #include "server/http_server.h"
 #include "server/listen_spec.h"
-#include "server/memory_pressure.h"
+#include "server/keep_alive.h"
+#include "server/model_registry.h"
 #include "server/serve_config.h"
 #include "tools/model_options.h"
+#include "tools/serve_models.h"
 #include "tools/subcommands.h"
 
 namespace ember::cli {
@@ -37,6 +38,8 @@ struct ServeFlags {
   std::string config_path;
   bool print_config = false;
   std::string alias, chat_template, host, api_key_file, activation_state;
+  std::string models_dir, keep_alive, memory_limit;
+  int64_t max_loaded_models = 0;
   int64_t replan_tokens = 0;
   int64_t port = 0, queue = 0, parallel = 0, io_threads = 0, max_body = 0, max_tokens = 0;
   int64_t request_timeout = 0, shutdown_grace = 0;
@@ -60,6 +63,10 @@ void apply_flags(server::ServeConfig& config, const CLI::App& sub, const ServeFl
   set("--no-repack", "model", "repack", !m.no_repack);
   set("--alias", "model", "alias", f.alias);
   set("--chat-template", "model", "chat_template", f.chat_template);
+  set("--models-dir", "models", "dir", f.models_dir);
+  set("--max-loaded-models", "models", "max_loaded", f.max_loaded_models);
+  set("--keep-alive", "models", "keep_alive", f.keep_alive);
+  set("--memory-limit", "memory", "limit", f.memory_limit);
   set("--queue", "engine", "queue", f.queue);
   set("--parallel", "engine", "parallel", f.parallel);
   set("--no-prefix-reuse", "engine", "prefix_reuse", !f.no_prefix_reuse);
@@ -120,29 +127,13 @@ LoadCheckpoint stop_on_signal(const server::HttpServer& http) {
   };
 }
 
+void log_line(const std::string& line) { std::fprintf(stderr, "ember: %s\n", line.c_str()); }
+
 int serve(const server::ServeConfig& config) {
   server::ServerOptions options = config.server;
   options.api_keys = server::effective_api_keys(config);  // reads the key file now: fail before binding
 
-  ModelOptions model;
-  model.model_path = config.model_path;
-  model.threads = config.threads;
-  model.ctx_size = config.ctx_size;
-  model.batch = config.batch;
-  model.no_mmap = !config.mmap;
-  model.no_repack = !config.repack;
-  // The sparse section through ModelOptions, so the profile is applied exactly as `ember run` does
-  // (check_config already refused conflicting settings, with the config's key names).
-  const SparseSettings sparse = server::sparse_settings(config);
-  model.sparse_mode = sparse.mode;
-  model.sparse_threshold = sparse.threshold;
-  model.sparsity = sparse.sparsity;
-  model.sparse_stats = sparse.diagnostics;
-  model.profile_path = config.sparse_profile;
-  model.memory_budget = config.memory_budget;
-  model.io_backend = config.io_backend;
-  model.no_prefetch = config.prefetch == false;
-  model.force_prefetch = config.prefetch == true;
+  const ModelOptions model = serve_model_options(config);
   if (!model.profile_path.empty()) {
     // Read it now, before binding and loading the model, so a bad file fails fast; its shape is
     // checked against the model once that is loaded.
@@ -152,13 +143,18 @@ int serve(const server::ServeConfig& config) {
       throw std::runtime_error("sparse.profile " + model.profile_path + ": " + e.what());
     }
   }
-  options.demo_model = config.model_path.empty();
-  const std::string model_path = model.resolve_model_path();  // creates the demo model when needed
-  options.model_id = config.alias.empty() ? std::filesystem::path(model_path).stem().string() : config.alias;
+  // The -m model is pinned; with no model anywhere the built-in demo model is.
+  const bool has_others = !config.models_dir.empty() || !config.model_entries.empty();
+  options.demo_model = config.model_path.empty() && !has_others;
+  std::string pinned_path;
+  if (!config.model_path.empty() || options.demo_model) {
+    pinned_path = model.resolve_model_path();  // creates the demo model when needed
+    options.model_id = config.alias.empty() ? std::filesystem::path(pinned_path).stem().string() : config.alias;
+  }
   if (options.demo_model)
     std::fprintf(stderr,
                  "ember: serving the demo model as '%s'; to serve a real model pass -m MODEL.gguf (or set "
-                 "EMBER_MODEL, or model.path in the config file)\n",
+                 "EMBER_MODEL, or model.path in the config file, or --models-dir DIR)\n",
                  options.model_id.c_str());
   if (options.api_keys.empty()) {
     for (const server::ListenSpec& spec : server::listen_specs(options)) {
@@ -169,9 +165,25 @@ int serve(const server::ServeConfig& config) {
                      spec.to_string().c_str());
     }
   }
+  // The catalog checks every configured file now (before binding), naming the one that is wrong.
+  std::vector<server::ModelEntry> fixed = config.model_entries;
+  if (!pinned_path.empty()) {
+    server::ModelEntry pinned;
+    pinned.id = options.model_id;
+    pinned.path = pinned_path;
+    pinned.pinned = true;
+    pinned.demo = options.demo_model;
+    fixed.insert(fixed.begin(), std::move(pinned));
+  }
+  auto catalog = std::make_unique<server::ModelCatalog>(config.models_dir, std::move(fixed), log_line);
+  server::RegistryOptions registry_options;
+  registry_options.max_loaded = size_t(config.max_loaded_models);
+  registry_options.keep_alive = config.keep_alive;
+  if (!config.memory_limit.empty())
+    registry_options.memory_limit = cache::parse_memory_budget(config.memory_limit, uint64_t{1} << 40);
 
   // Declared before the server so it outlives it: the server's destructor may still reach it.
-  std::unique_ptr<server::EngineWorker> engine;
+  std::unique_ptr<server::ModelRegistry> models;
   server::HttpServer http(options);  // binds every endpoint; throws naming the one that failed
   http.start(config.io_threads);
   for (const std::string& endpoint : http.endpoints()) {
@@ -179,71 +191,46 @@ int serve(const server::ServeConfig& config) {
     std::fprintf(stderr, "ember: listening on %s%s\n", is_unix ? "" : "http://", endpoint.c_str());
   }
 
-  std::fprintf(stderr, "ember: loading model %s\n", model_path.c_str());
-  server::EngineOptions engine_options;
-  engine_options.threads = config.threads;
-  std::unique_ptr<Model> loaded;
-  try {
-    ModelLoadOptions load_options = model.load_options(model_path);
-    load_options.checkpoint = stop_on_signal(http);
-    loaded = Model::load(model_path, load_options);
-  } catch (const LoadCancelled&) {
-    // SIGTERM/SIGINT while loading: a normal shutdown, only earlier (nothing to finish yet).
-    std::fprintf(stderr, "ember: shutting down: interrupted while loading the model\n");
-    http.stop(std::chrono::milliseconds(0));
-    return 0;
-  } catch (const std::exception& e) {
-    // Under a budget the load also plans it and opens the pack for reads: say which setting the
-    // failure belongs to (not a pack, a budget below the minimum, io_uring refused).
-    if (config.memory_budget.empty()) throw;
-    throw std::runtime_error("memory.budget " + config.memory_budget + " (io backend " + config.io_backend +
-                             "): " + e.what());
+  const LoadCheckpoint checkpoint = stop_on_signal(http);
+  models = std::make_unique<server::ModelRegistry>(
+      std::move(catalog), registry_options,
+      [&config, checkpoint](const server::ModelEntry& entry) {
+        return load_served_model(config, entry, checkpoint, log_line);
+      },
+      [&config](const server::ModelEntry& entry) { return estimate_served_bytes(config, entry); }, log_line);
+  if (!pinned_path.empty()) {
+    // Loaded here rather than by the registry's thread, so a failure stops the daemon with its own
+    // message. /health answers 503 until then: the server is attached after it.
+    std::fprintf(stderr, "ember: loading model %s\n", pinned_path.c_str());
+    const server::ModelEntry pinned = *models->catalog().find(options.model_id);
+    std::unique_ptr<server::ServedModel> served;
+    try {
+      served = load_served_model(config, pinned, checkpoint, log_line);
+    } catch (const LoadCancelled&) {
+      // SIGTERM/SIGINT while loading: a normal shutdown, only earlier (nothing to finish yet).
+      std::fprintf(stderr, "ember: shutting down: interrupted while loading the model\n");
+      models->stop();
+      http.stop(std::chrono::milliseconds(0));
+      return 0;
+    }
+    if (registry_options.memory_limit > 0 && served->account_bytes > registry_options.memory_limit) {
+      throw std::runtime_error("memory.limit " + config.memory_limit + " is less than the model " + pinned_path +
+                               " holds once loaded (" + std::to_string(served->account_bytes >> 20) + " MiB)");
+    }
+    models->adopt(pinned, std::move(served));
   }
-  if (loaded->offloaded_ffn()) {
-    const server::GetEnv getenv = [](const char* name) -> const char* { return std::getenv(name); };
-    engine_options.activation_state = server::activation_state_path(config, model_path, getenv);
-    engine_options.replan_tokens = static_cast<uint64_t>(config.replan_tokens);
-  }
-  try {
-    engine_options.context = model.context_options(*loaded);  // applies the profile's per-layer thresholds
-  } catch (const std::exception& e) {
-    if (model.profile_path.empty()) throw;
-    throw std::runtime_error("sparse.profile " + model.profile_path + ": " + e.what());
-  }
-  engine_options.max_queued_jobs = config.queue;
-  engine_options.slots = config.slots;
-  engine_options.reuse_prefix = config.reuse_prefix;
-  try {
-    // The contexts are made here, so a sparse mode the model cannot run fails now, not at the
-    // first request.
-    engine = std::make_unique<server::EngineWorker>(std::move(loaded), engine_options);
-  } catch (const std::invalid_argument& e) {
-    if (engine_options.context.sparse.mode == SparseOptions::Mode::Dense) throw;
-    throw std::runtime_error(std::string("sparse.mode ") + sparse_mode_name(engine_options.context.sparse.mode) +
-                             " does not fit this model: " + e.what());
-  }
-  http.attach(*engine);
-  // Declared after the engine: destroyed (its thread joined) before it.
-  std::optional<server::MemoryPressureWatcher> pressure;
-  if (config.memory_pressure && engine->configured_cache_budget() > 0) {
-    pressure.emplace(*engine, server::PressureWatchOptions{},
-                     [](const std::string& line) { std::fprintf(stderr, "ember: %s\n", line.c_str()); });
-  }
-  const SparseOptions& so = engine_options.context.sparse;
-  const std::string sparse_note =
-      (so.mode == SparseOptions::Mode::Dense ? "" : std::string(", sparse FFN ") + sparse_mode_name(so.mode)) +
-      (config.memory_budget.empty() ? "" : ", memory budget " + config.memory_budget);
-  std::fprintf(stderr,
-               "ember: ready: model '%s' (context %lld, %d threads, %s kernels, %s chat template, %d slot%s%s%s)\n",
-               options.model_id.c_str(), (long long)engine->n_ctx(), engine->threads(),
-               kernel_set_name(active_kernel_set()), std::string(chat_template_name(http.chat_template())).c_str(),
-               config.slots, config.slots == 1 ? "" : "s", config.reuse_prefix ? ", prefix reuse" : "",
-               sparse_note.c_str());
+  http.attach(*models);
+  const std::vector<server::ModelEntry> listed = models->catalog().entries();
+  std::string more;
+  if (!config.models_dir.empty()) more += " from " + models->catalog().dir();
+  log_line("serving " + std::to_string(listed.size()) + (listed.size() == 1 ? " model" : " models") + more +
+           " (at most " + std::to_string(config.max_loaded_models) + " loaded, keep-alive " +
+           server::keep_alive_text(config.keep_alive) +
+           (config.memory_limit.empty() ? "" : ", memory limit " + config.memory_limit) + ")");
 
   http.wait_for_signal();
   std::fprintf(stderr, "ember: shutting down (grace %llds)\n", (long long)options.shutdown_grace.count());
-  pressure.reset();
-  http.stop(options.shutdown_grace);
+  http.stop(options.shutdown_grace);  // stops the registry's engines once the streams are done
   return 0;
 }
 
@@ -267,6 +254,17 @@ void register_serve(CLI::App& app, int& exit_code) {
   sub->add_option("--chat-template", f->chat_template,
                   "Chat template family for /v1/chat/completions: " + chat_template_names() +
                       " (default: recognised from the model)");
+  sub->add_option("--models-dir", f->models_dir,
+                  "Also serve every <id>.gguf in this directory as model <id>, loaded on first use (default: none)");
+  sub->add_option("--max-loaded-models", f->max_loaded_models,
+                  "Models loaded at once; the least recently used idle one is unloaded for another" +
+                      d(defaults.max_loaded_models));
+  sub->add_option("--keep-alive", f->keep_alive,
+                  "How long an idle model stays loaded: seconds or 30s/5m/1h; -1 forever, 0 unload after each "
+                  "request (default " + server::keep_alive_text(defaults.keep_alive) + ")");
+  sub->add_option("--memory-limit", f->memory_limit,
+                  "Total size all loaded models may use (weights or budgets, caches, KV caches), e.g. 8G; idle "
+                  "models are unloaded to make room (default: no limit)");
   sub->add_option("--queue", f->queue, "Requests that may wait for the engine; more get 503" + d(defaults.queue));
   sub->add_option("--parallel", f->parallel,
                   "Requests generated together, each with its own KV cache" + d(defaults.slots));

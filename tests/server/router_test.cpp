@@ -27,6 +27,9 @@ class RecordingResponder final : public Responder {
     then();
   }
   void run_generation(EngineWorker&, GenerationJob, std::shared_ptr<CompletionEvents>) override { ++generations; }
+  std::function<void(std::function<void()>)> poster() override {
+    return [](std::function<void()> work) { work(); };
+  }
 
   std::vector<Sent> sent;
   int generations = 0;

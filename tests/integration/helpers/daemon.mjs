@@ -86,7 +86,8 @@ export async function startDaemon({ args = [], env = {}, model = modelPath, read
   let lastError;
   for (let attempt = 0; attempt < 3; attempt++) {
     const port = await freePort();
-    const fullArgs = ['serve', '-m', model, '-t', '1', '--port', String(port), ...args];
+    // model null: no -m (a daemon that serves only --models-dir or the config's models).
+    const fullArgs = ['serve', ...(model === null ? [] : ['-m', model]), '-t', '1', '--port', String(port), ...args];
     const child = spawn(emberBinary, fullArgs, { env: daemonEnvironment(env), stdio: ['ignore', 'pipe', 'pipe'] });
     running.add(child);
     const daemon = new Daemon(child, port, fullArgs.slice(1));
