@@ -303,9 +303,16 @@ void ModelRegistry::load(const std::string& id) {
   uint64_t need = 0;
   try {
     need = estimate_(entry);
-  } catch (...) {
-    ++core_->counters.load_failures;
-    return fail(take_waiters(), std::current_exception());
+  } catch (const std::exception& e) {
+    // The file's header does not read: the same answer as a load that fails.
+    const ModelUnavailable failed(500, "model_load_failed",
+                                  "model " + quote_excerpt(id) + " could not be loaded: " + e.what(), "model");
+    core_->log(failed.what());
+    {
+      std::lock_guard lock(core_->mu);
+      ++core_->counters.load_failures;
+    }
+    return fail(take_waiters(), std::make_exception_ptr(failed));
   }
 
   // Room first: idle models go, least recently used first, until the count and the memory fit.

@@ -350,7 +350,10 @@ TEST_CASE("model registry: one memory limit across models; pinned models stay") 
   CHECK(refused.code == "insufficient_memory");
   CHECK(refused.message.find("limit") != std::string::npos);
   // Larger than the whole limit: refused whatever is idle.
-  s.fake.sizes["c"] = 2000;
+  {
+    std::lock_guard lock(s.fake.mu);
+    s.fake.sizes["c"] = 2000;
+  }
   CHECK(get(*r, "c").message.find("more than the whole memory limit") != std::string::npos);
   hold.lease.reset();
   CHECK(get(*r, "b").lease);
