@@ -101,15 +101,12 @@ void handle_model_unload(const Request& req, RouteContext& ctx, Responder& out) 
   const std::string id(model_id_of(path_of(req.target()), "/unload"));
   ModelRegistry& models = *ctx.models;
   if (!models.knows(id)) return out.send(model_not_found(id));
-  // Unloading stops the model's engine thread and unmaps its weights: off the I/O thread.
-  auto result = std::make_shared<ModelRegistry::UnloadResult>();
-  out.offload([&models, id, result] { *result = models.unload(id); },
-              [id, result, &out] {
-                const char* status = *result == ModelRegistry::UnloadResult::Unloaded   ? "unloaded"
-                                     : *result == ModelRegistry::UnloadResult::WhenIdle ? "unloads_when_idle"
-                                                                                       : "not_loaded";
-                out.send(json_response(http::status::ok, json{{"id", id}, {"object", "model"}, {"status", status}}));
-              });
+  // Quick: the registry's thread stops and frees the engine.
+  const ModelRegistry::UnloadResult result = models.unload(id);
+  const char* status = result == ModelRegistry::UnloadResult::Unloaded   ? "unloaded"
+                       : result == ModelRegistry::UnloadResult::WhenIdle ? "unloading"
+                                                                         : "not_loaded";
+  out.send(json_response(http::status::ok, json{{"id", id}, {"object", "model"}, {"status", status}}));
 }
 
 }  // namespace ember::server
