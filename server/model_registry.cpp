@@ -405,6 +405,7 @@ void ModelRegistry::load(const std::string& id) {
 
   std::vector<std::pair<std::optional<milliseconds>, Ready>> waiters;
   std::vector<LeasePtr> leases;
+  std::string summary;
   {
     std::lock_guard lock(core_->mu);
     auto it = core_->slots.find(id);
@@ -418,6 +419,7 @@ void ModelRegistry::load(const std::string& id) {
       core_->slots.erase(it);
     } else {
       model->id = id;
+      summary = model->summary;
       if (model->account_bytes == 0) model->account_bytes = need;  // the loader knows better when it says
       Core::Slot& s = it->second;
       s.model = std::shared_ptr<ServedModel>(std::move(model));
@@ -434,7 +436,7 @@ void ModelRegistry::load(const std::string& id) {
     }
     return fail(std::move(waiters), error);
   }
-  core_->log("loaded model " + quote_excerpt(id));
+  core_->log("loaded model " + quote_excerpt(id) + (summary.empty() ? "" : " (" + summary + ")"));
   for (size_t i = 0; i < waiters.size(); ++i) waiters[i].second(std::move(leases[i]), nullptr);
 }
 

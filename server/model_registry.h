@@ -37,6 +37,7 @@ struct ServedModel {
   bool demo = false;
   ChatTemplate chat_template = ChatTemplate::ChatML;
   uint64_t account_bytes = 0;  // what it counts against the memory limit
+  std::string summary;         // how it runs ("context 2048, 2 threads, ..."), for the log
   std::unique_ptr<EngineWorker> owned;  // null when the engine belongs to someone else (tests)
   EngineWorker* engine = nullptr;
   // Declared after `owned`: destroyed before the engine it watches.

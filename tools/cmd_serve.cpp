@@ -198,6 +198,7 @@ int serve(const server::ServeConfig& config) {
         return load_served_model(config, entry, checkpoint, log_line);
       },
       [&config](const server::ModelEntry& entry) { return estimate_served_bytes(config, entry); }, log_line);
+  std::string pinned_summary;
   if (!pinned_path.empty()) {
     // Loaded here rather than by the registry's thread, so a failure stops the daemon with its own
     // message. /health answers 503 until then: the server is attached after it.
@@ -217,16 +218,21 @@ int serve(const server::ServeConfig& config) {
       throw std::runtime_error("memory.limit " + config.memory_limit + " is less than the model " + pinned_path +
                                " holds once loaded (" + std::to_string(served->account_bytes >> 20) + " MiB)");
     }
+    pinned_summary = served->summary;
     models->adopt(pinned, std::move(served));
   }
   http.attach(*models);
+  // "ready" only once requests are answered (tests and scripts wait for it).
+  if (!pinned_path.empty()) log_line("ready: model '" + options.model_id + "' (" + pinned_summary + ")");
   const std::vector<server::ModelEntry> listed = models->catalog().entries();
-  std::string more;
-  if (!config.models_dir.empty()) more += " from " + models->catalog().dir();
-  log_line("serving " + std::to_string(listed.size()) + (listed.size() == 1 ? " model" : " models") + more +
-           " (at most " + std::to_string(config.max_loaded_models) + " loaded, keep-alive " +
-           server::keep_alive_text(config.keep_alive) +
-           (config.memory_limit.empty() ? "" : ", memory limit " + config.memory_limit) + ")");
+  if (has_others) {
+    std::string from;
+    if (!config.models_dir.empty()) from = " from " + models->catalog().dir();
+    log_line(std::string(pinned_path.empty() ? "ready: " : "") + "serving " + std::to_string(listed.size()) +
+             (listed.size() == 1 ? " model" : " models") + from + " (at most " + std::to_string(config.max_loaded_models) +
+             " loaded, keep-alive " + server::keep_alive_text(config.keep_alive) +
+             (config.memory_limit.empty() ? "" : ", memory limit " + config.memory_limit) + ")");
+  }
 
   http.wait_for_signal();
   std::fprintf(stderr, "ember: shutting down (grace %llds)\n", (long long)options.shutdown_grace.count());

@@ -114,10 +114,11 @@ std::unique_ptr<server::ServedModel> load_served_model(const server::ServeConfig
   const std::string sparse_note =
       (so.mode == SparseOptions::Mode::Dense ? "" : std::string(", sparse FFN ") + sparse_mode_name(so.mode)) +
       (model.memory_budget.empty() ? "" : ", memory budget " + model.memory_budget);
-  log("ready: model '" + entry.id + "' (context " + std::to_string(engine.n_ctx()) + ", " +
-      std::to_string(engine.threads()) + " threads, " + kernel_set_name(active_kernel_set()) + " kernels, " +
-      std::string(chat_template_name(served->chat_template)) + " chat template, " + std::to_string(config.slots) +
-      (config.slots == 1 ? " slot" : " slots") + (config.reuse_prefix ? ", prefix reuse" : "") + sparse_note + ")");
+  served->summary = "context " + std::to_string(engine.n_ctx()) + ", " + std::to_string(engine.threads()) +
+                    " threads, " + kernel_set_name(active_kernel_set()) + " kernels, " +
+                    std::string(chat_template_name(served->chat_template)) + " chat template, " +
+                    std::to_string(config.slots) + (config.slots == 1 ? " slot" : " slots") +
+                    (config.reuse_prefix ? ", prefix reuse" : "") + sparse_note;
   return served;
 }
 
