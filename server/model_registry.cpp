@@ -485,9 +485,10 @@ std::vector<ModelStatus> ModelRegistry::status() {
   std::vector<ModelEntry> entries = catalog_->entries();
   std::lock_guard lock(core_->mu);
   // Loaded models that are not (or no longer) in the catalog are listed too: they answer.
-  for (const auto& [id, s] : core_->slots) {
+  for (const auto& slot : core_->slots) {
+    const std::string& id = slot.first;  // not a structured binding: clang 14 cannot capture those
     const bool listed = std::any_of(entries.begin(), entries.end(), [&](const ModelEntry& e) { return e.id == id; });
-    if (!listed) entries.push_back(s.entry);
+    if (!listed) entries.push_back(slot.second.entry);
   }
   std::sort(entries.begin(), entries.end(), [](const ModelEntry& a, const ModelEntry& b) { return a.id < b.id; });
   std::vector<ModelStatus> out;
