@@ -7,13 +7,6 @@ namespace {
 
 using nlohmann::json;
 
-json parse_object(const std::string& body) {
-  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) throw BadRequest("the request body is not valid JSON");
-  if (!j.is_object()) throw BadRequest("the request body must be a JSON object");
-  return j;
-}
-
 bool optional_bool(const json& j, const char* name) {
   auto it = j.find(name);
   if (it == j.end() || it->is_null()) return false;
@@ -23,8 +16,18 @@ bool optional_bool(const json& j, const char* name) {
 
 }  // namespace
 
+json parse_tokens_body(const std::string& body) {
+  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) throw BadRequest("the request body is not valid JSON");
+  if (!j.is_object()) throw BadRequest("the request body must be a JSON object");
+  return j;
+}
+
 TokenizeRequest parse_tokenize_request(const std::string& body, size_t max_content_bytes) {
-  const json j = parse_object(body);
+  return tokenize_request_from(parse_tokens_body(body), max_content_bytes);
+}
+
+TokenizeRequest tokenize_request_from(const json& j, size_t max_content_bytes) {
   TokenizeRequest r;
   auto it = j.find("content");
   if (it == j.end() || it->is_null()) throw BadRequest("'content' is required", "content");
@@ -54,7 +57,10 @@ json tokenize_response(const Tokenizer& tokenizer, const TokenizeRequest& reques
 }
 
 std::vector<int32_t> parse_detokenize_request(const std::string& body, int32_t n_vocab, size_t max_tokens) {
-  const json j = parse_object(body);
+  return detokenize_request_from(parse_tokens_body(body), n_vocab, max_tokens);
+}
+
+std::vector<int32_t> detokenize_request_from(const json& j, int32_t n_vocab, size_t max_tokens) {
   auto it = j.find("tokens");
   if (it == j.end() || it->is_null()) throw BadRequest("'tokens' is required", "tokens");
   if (!it->is_array()) throw BadRequest("'tokens' must be an array of token ids", "tokens");

@@ -11,7 +11,7 @@ using nlohmann::json;
 namespace {
 
 // With the model leased: the (de)tokenization itself, on a worker thread.
-void answer_tokens(std::shared_ptr<const std::string> body, bool detokenize, RouteContext& ctx, Responder& out) {
+void answer_tokens(std::shared_ptr<const json> body, bool detokenize, RouteContext& ctx, Responder& out) {
   struct Outcome {
     json body;
     std::exception_ptr failure;
@@ -24,9 +24,9 @@ void answer_tokens(std::shared_ptr<const std::string> body, bool detokenize, Rou
         const Tokenizer& tok = lease->engine().model().tokenizer();
         try {
           if (detokenize) {
-            outcome->body = detokenize_response(tok, parse_detokenize_request(*body, tok.n_vocab()));
+            outcome->body = detokenize_response(tok, detokenize_request_from(*body, tok.n_vocab()));
           } else {
-            outcome->body = tokenize_response(tok, parse_tokenize_request(*body, max_prompt_bytes));
+            outcome->body = tokenize_response(tok, tokenize_request_from(*body, max_prompt_bytes));
           }
         } catch (...) {
           outcome->failure = std::current_exception();
@@ -42,28 +42,31 @@ void answer_tokens(std::shared_ptr<const std::string> body, bool detokenize, Rou
 
 void handle_tokens(const Request& req, bool detokenize, RouteContext& ctx, Responder& out) {
   // The model whose vocabulary is meant: `model` in the body when given, else the default one.
-  // Found on a worker thread too (the body may be a megabyte of text); a body that is no JSON
-  // object is refused by the (de)tokenizer's own parser, with its message.
-  struct Found {
+  // The body (up to a megabyte of text) is parsed once, on a worker thread.
+  struct Parsed {
+    std::shared_ptr<const json> body;
     std::string model;
     std::exception_ptr failure;
   };
-  auto found = std::make_shared<Found>();
-  auto body = std::make_shared<const std::string>(req.body());
+  auto parsed = std::make_shared<Parsed>();
+  auto text = std::make_shared<const std::string>(req.body());
   out.offload(
-      [found, body] {
-        const json j = json::parse(*body, nullptr, /*allow_exceptions=*/false);
-        if (!j.is_object() || !j.contains("model")) return;
-        if (j["model"].is_string()) {
-          found->model = j["model"].get<std::string>();
-        } else {
-          found->failure = std::make_exception_ptr(BadRequest("'model' must be a string", "model"));
+      [parsed, text] {
+        try {
+          auto body = std::make_shared<const json>(parse_tokens_body(*text));
+          if (const auto it = body->find("model"); it != body->end() && !it->is_null()) {
+            if (!it->is_string()) throw BadRequest("'model' must be a string", "model");
+            parsed->model = it->get<std::string>();
+          }
+          parsed->body = std::move(body);
+        } catch (...) {
+          parsed->failure = std::current_exception();
         }
       },
-      [found, body, detokenize, &ctx, &out] {
-        if (found->failure) std::rethrow_exception(found->failure);
-        lease_model(found->model, std::nullopt, ctx, out,
-                    [body, detokenize, &ctx, &out] { answer_tokens(body, detokenize, ctx, out); });
+      [parsed, detokenize, &ctx, &out] {
+        if (parsed->failure) std::rethrow_exception(parsed->failure);
+        lease_model(parsed->model, std::nullopt, ctx, out,
+                    [body = parsed->body, detokenize, &ctx, &out] { answer_tokens(body, detokenize, ctx, out); });
       });
 }
 
